@@ -1,0 +1,87 @@
+"""The ``HeuristicTask`` protocol and the task registry.
+
+A heuristic task is a function signature an LLM must implement, instance sets
+(train / validation / test) fixed by seed, seed heuristics, and a trusted scorer.
+
+The untrusted/trusted split is explicit in the protocol:
+
+* :meth:`HeuristicTask.inputs` (trusted, in the sandbox's warm parent) builds the
+  JSON-able payload the program will see;
+* :meth:`HeuristicTask.solve` runs **inside the sandbox** next to the untrusted
+  function and returns a JSON-able *solution* (e.g. the bin chosen for each item);
+* :meth:`HeuristicTask.score` (trusted, in the parent) validates that solution
+  against its own copy of the instances and computes the score. Nothing the
+  program says about itself is believed.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any, Protocol, runtime_checkable
+
+from optiforge.types import Evaluation
+
+SPLITS = ("train", "validation", "test")
+
+
+@runtime_checkable
+class HeuristicTask(Protocol):
+    name: str
+    """Registry name, e.g. ``"binpacking"``."""
+    description: str
+    """One paragraph describing the problem, shown to the LLM."""
+    entry_point: str
+    """Name of the function the program must define, e.g. ``"priority"``."""
+    template: str
+    """Imports + signature + docstring + a seed body: what the LLM sees as the interface."""
+    imports: str
+    """Import lines prepended to every program before it runs (e.g. ``import numpy as np``)."""
+    seeds: dict[str, str]
+    """Seed heuristics: name -> full program source (defining ``entry_point``)."""
+    baseline: str
+    """Name of the seed used as the reference baseline when reporting gaps (e.g. ``best_fit``)."""
+
+    def inputs(self, split: str) -> Any:
+        """JSON-able payload for ``solve`` (built by trusted code)."""
+
+    def solve(self, fn: Callable[..., Any], inputs: Any) -> Any:
+        """Build a solution with heuristic ``fn``. Runs in the sandbox; returns JSON-able data."""
+
+    def score(self, split: str, solution: Any) -> Evaluation:
+        """Validate ``solution`` for ``split`` and compute the score (lower is better)."""
+
+
+_REGISTRY: dict[str, Callable[[], HeuristicTask]] = {}
+_CACHE: dict[str, HeuristicTask] = {}
+
+
+def register_task(name: str, factory: Callable[[], HeuristicTask]) -> None:
+    """Register a task factory under ``name`` (factories run lazily, once)."""
+    _REGISTRY[name] = factory
+
+
+def task_names() -> list[str]:
+    _load_builtin_tasks()
+    return sorted(_REGISTRY)
+
+
+def get_task(name: str) -> HeuristicTask:
+    """Return the registered task ``name``.
+
+    Raises
+    ------
+    ValueError
+        If no task of that name is registered (the message lists the known names).
+    """
+    _load_builtin_tasks()
+    if not isinstance(name, str) or name not in _REGISTRY:
+        raise ValueError(f"task: unknown task {name!r}; known tasks: {', '.join(sorted(_REGISTRY))}")
+    if name not in _CACHE:
+        _CACHE[name] = _REGISTRY[name]()
+    return _CACHE[name]
+
+
+def _load_builtin_tasks() -> None:
+    # Importing the task packages registers them; done lazily to keep `import optiforge` light.
+    import optiforge.heuristics.binpacking  # noqa: F401
+    import optiforge.heuristics.tsp  # noqa: F401
