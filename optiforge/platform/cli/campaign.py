@@ -1,0 +1,284 @@
+"""``optiforge tasks | evaluate | campaign ...``: discovery campaigns from the shell."""
+
+from __future__ import annotations
+
+import csv
+import json
+import sys
+from pathlib import Path
+
+import typer
+from rich.console import Console
+from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
+from rich.syntax import Syntax
+from rich.table import Table
+
+from optiforge.platform.cli.errors import fail, user_errors
+
+campaign_app = typer.Typer(help="Launch, inspect, resume and export discovery campaigns.",
+                           no_args_is_help=True)
+console = Console()
+
+
+def _store():
+    from optiforge.platform.store import Store
+
+    return Store()
+
+
+def _fmt(x: float | None, digits: int = 3) -> str:
+    return "-" if x is None else f"{x:.{digits}f}"
+
+
+def register(app: typer.Typer) -> None:
+    app.command("tasks", help="List the heuristic and black-box tasks.")(tasks)
+    app.command("evaluate", help="Evaluate a heuristic program file on a task (sandboxed).")(evaluate)
+    app.add_typer(campaign_app, name="campaign")
+
+
+def tasks(as_json: bool = typer.Option(False, "--json", help="Machine-readable output.")) -> None:
+    from optiforge.heuristics.base import get_task, task_names
+
+    rows = []
+    for name in task_names():
+        t = get_task(name)
+        rows.append({"name": name, "kind": "heuristic", "entry_point": t.entry_point,
+                     "baseline": t.baseline, "description": t.description.strip().split("\n")[0]})
+    try:
+        from optiforge.blackbox import blackbox_task_names
+    except ImportError:  # black-box package not installed in this build
+        blackbox_task_names = None
+    if blackbox_task_names is not None:
+        for name in blackbox_task_names():
+            rows.append({"name": name, "kind": "blackbox", "entry_point": "", "baseline": "",
+                         "description": "black-box function (append -D for a dimension, e.g. ackley-20)"})
+    if as_json:
+        print(json.dumps(rows, indent=2))
+        return
+    table = Table("task", "kind", "implements", "baseline", "description")
+    for r in rows:
+        table.add_row(r["name"], r["kind"], r["entry_point"], r["baseline"], r["description"])
+    console.print(table)
+
+
+@user_errors
+def evaluate(
+    task: str = typer.Option(..., help="Task name (see `optiforge tasks`)."),
+    program: Path = typer.Option(..., help="Python file defining the task's function."),
+    split: str = typer.Option("test", help="Instance split: train | validation | test."),
+    as_json: bool = typer.Option(False, "--json", help="Print valid, score, metrics, error, runtime_s."),
+    timeout: float = typer.Option(120.0, help="Wall-clock limit in seconds."),
+) -> None:
+    from optiforge.heuristics.base import SPLITS, get_task
+    from optiforge.platform.executors import make_executor
+    from optiforge.platform.sandbox import SandboxLimits
+
+    get_task(task)
+    if split not in SPLITS:
+        raise ValueError(f"split: unknown split {split!r}; choose one of {', '.join(SPLITS)}")
+    if not program.is_file():
+        raise FileNotFoundError(f"program: no such file {str(program)!r}")
+    source = program.read_text()
+    with make_executor("local", workers=1, limits=SandboxLimits(timeout_s=timeout)) as ex:
+        ev = ex.evaluate(task, [source], split)[0]
+    if as_json:
+        print(json.dumps(ev.to_dict(), indent=2))
+    else:
+        status = "[green]valid[/]" if ev.valid else "[red]invalid[/]"
+        console.print(f"{status}  score={_fmt(ev.score)}  runtime={ev.runtime_s:.2f}s")
+        for k, v in sorted(ev.metrics.items()):
+            console.print(f"  {k}: {v:.4g}" if isinstance(v, float) else f"  {k}: {v}")
+        if ev.error:
+            console.print(f"[red]{ev.error}[/]")
+    if not ev.valid:
+        raise typer.Exit(1)
+
+
+def _run_with_progress(store, cid: str) -> None:
+    from optiforge.platform.orchestrator import run_campaign
+
+    campaign = store.get_campaign(cid)
+    console.print(f"campaign [bold]{cid}[/]  task={campaign.task}  agent={campaign.agent}  "
+                  f"llm={campaign.llm}  budget={campaign.budget}  executor={campaign.executor}")
+    columns = (TextColumn("[bold]{task.description}"), BarColumn(), MofNCompleteColumn(),
+               TextColumn("best {task.fields[best]}"), TimeElapsedColumn())
+    with Progress(*columns, console=console, transient=False) as bar:
+        handle = bar.add_task("generating", total=campaign.budget, best="-")
+
+        def progress(done: int, total: int, best: float | None) -> None:
+            bar.update(handle, completed=min(done, total), best=_fmt(best))
+
+        try:
+            report = run_campaign(store, cid, progress)
+        except KeyboardInterrupt:
+            console.print(f"\ninterrupted; resume with: optiforge campaign resume {cid}")
+            raise typer.Exit(130) from None
+    console.print(f"\ncampaign id: [bold]{report.campaign_id}[/]  ({report.generated} programs generated)")
+    if report.best_code is None:
+        console.print("[red]no valid program found[/]")
+        return
+    if report.best_idea:
+        console.print(f"idea: {report.best_idea}")
+    console.print(Syntax(report.best_code, "python", theme="ansi_dark", word_wrap=True))
+    console.print(
+        f"best: train {_fmt(report.best_train_score)}  {report.test_split} "
+        f"{_fmt(report.best_test_score)}  |  baseline {report.baseline}: {report.test_split} "
+        f"{_fmt(report.baseline_test_score)}  |  gap vs baseline: {_fmt(report.gap_vs_baseline)} "
+        "points (negative = better than the baseline)"
+    )
+
+
+@campaign_app.command("run")
+@user_errors
+def run(
+    task: str = typer.Option(..., help="Task name (see `optiforge tasks`)."),
+    agent: str = typer.Option("evolution", help="evolution | hollm"),
+    budget: int = typer.Option(..., help="LLM-written programs (evolution) or evaluations (hollm)."),
+    llm: str = typer.Option("smollm2", help="LLM spec: smollm2, hf:<id>, openai:<url>#<model>, vllm:<model>, replay:<file>"),
+    seed: int = typer.Option(0, help="Random seed (agent and sampling)."),
+    executor: str = typer.Option("local", help="local | ray"),
+    workers: int = typer.Option(2, help="Parallel sandbox workers."),
+    rl: str = typer.Option("none", help="none | grpo: fine-tune the LLM (LoRA) on heuristic quality."),
+    samples: int = typer.Option(4, help="G: LLM samples per prompt."),
+    max_new_tokens: int = typer.Option(384, help="Generation length limit per sample."),
+    rl_every: int = typer.Option(2, help="With --rl grpo: one RL update every K rounds."),
+    name: str | None = typer.Option(None, help="A label for the campaign."),
+) -> None:
+    from optiforge.platform.orchestrator import create_campaign
+
+    store = _store()
+    config = {"agent": {"samples_per_prompt": samples, "max_new_tokens": max_new_tokens},
+              "rl_every": rl_every}
+    cid = create_campaign(store, task=task, agent=agent, budget=budget, llm=llm, seed=seed,
+                          executor=executor, rl=rl, workers=workers, config=config, name=name)
+    _run_with_progress(store, cid)
+
+
+@campaign_app.command("resume")
+@user_errors
+def resume(campaign_id: str = typer.Argument(..., help="Campaign id.")) -> None:
+    store = _store()
+    c = store.get_campaign(campaign_id)
+    if c.status == "finished":
+        raise fail(f"campaign {campaign_id} is already finished")
+    _run_with_progress(store, campaign_id)
+
+
+@campaign_app.command("list")
+@user_errors
+def list_(as_json: bool = typer.Option(False, "--json")) -> None:
+    store = _store()
+    rows = []
+    for c in store.list_campaigns():
+        best = store.best_candidates(c.id, k=1)
+        rows.append({"id": c.id, "task": c.task, "agent": c.agent, "llm": c.llm, "status": c.status,
+                     "budget": c.budget, "evaluations": store.evaluations_count(c.id),
+                     "best_score": best[0].score if best else None,
+                     "created_at": str(c.created_at)})
+    if as_json:
+        print(json.dumps(rows, indent=2))
+        return
+    table = Table("id", "task", "agent", "llm", "status", "budget", "evals", "best", "created")
+    for r in rows:
+        table.add_row(r["id"], r["task"], r["agent"], r["llm"], r["status"], str(r["budget"]),
+                      str(r["evaluations"]), _fmt(r["best_score"]), r["created_at"][:19])
+    console.print(table)
+
+
+def campaign_summary(store, campaign_id: str) -> dict:
+    """Everything `campaign show` reports, as a dict (also the --json output)."""
+    c = store.get_campaign(campaign_id)
+    cands = store.candidates(campaign_id)
+    generated = [x for x in cands if x.operator != "seed"]
+    by_op: dict[str, dict[str, int]] = {}
+    for x in generated:
+        d = by_op.setdefault(x.operator, {"generated": 0, "valid": 0})
+        d["generated"] += 1
+        d["valid"] += int(bool(x.valid))
+    best = store.best_candidates(campaign_id, k=3)
+    tests = {e.candidate_hash: e for e in store.evaluations(campaign_id, split="test")}
+    rewards_by_round: dict[int, list[float]] = {}
+    for x in generated:
+        if x.reward is not None:
+            rewards_by_round.setdefault(x.round, []).append(x.reward)
+    adapters = [{"name": a.name, "path": str(a.path), **a.meta}
+                for a in store.artifacts(campaign_id, kind="adapter")]
+    return {
+        "id": c.id, "name": c.name, "task": c.task, "agent": c.agent, "llm": c.llm,
+        "status": c.status, "budget": c.budget, "seed": c.seed, "executor": c.executor,
+        "config": c.config, "rounds": store.rounds_done(campaign_id),
+        "generated": len(generated),
+        "valid_rate": (sum(bool(x.valid) for x in generated) / len(generated)) if generated else None,
+        "operators": by_op,
+        "best": [{"hash": b.hash, "score": b.score, "idea": b.idea, "operator": b.operator,
+                  "round": b.round, "test_score": tests[b.hash].score if b.hash in tests else None,
+                  "code": b.code} for b in best],
+        "reward_trend": [{"round": r, "mean_reward": sum(v) / len(v)}
+                         for r, v in sorted(rewards_by_round.items())],
+        "rl_steps": len(adapters),
+        "adapters": adapters,
+    }
+
+
+@campaign_app.command("show")
+@user_errors
+def show(campaign_id: str = typer.Argument(...), as_json: bool = typer.Option(False, "--json")) -> None:
+    s = campaign_summary(_store(), campaign_id)
+    if as_json:
+        print(json.dumps(s, indent=2, default=str))
+        return
+    console.print(f"[bold]{s['id']}[/]  {s['status']}  task={s['task']}  agent={s['agent']}  "
+                  f"llm={s['llm']}  seed={s['seed']}  executor={s['executor']}")
+    console.print(f"rounds {s['rounds']}  generated {s['generated']}/{s['budget']}  "
+                  f"valid rate {_fmt(s['valid_rate'], 2)}  RL steps {s['rl_steps']}")
+    ops = Table("operator", "generated", "valid")
+    for op, d in sorted(s["operators"].items()):
+        ops.add_row(op, str(d["generated"]), str(d["valid"]))
+    console.print(ops)
+    if s["reward_trend"]:
+        trend = "  ".join(f"r{t['round']}:{t['mean_reward']:+.2f}" for t in s["reward_trend"][-12:])
+        console.print(f"mean reward by round: {trend}")
+    for a in s["adapters"]:
+        console.print(f"adapter {a['name']}: " + ", ".join(
+            f"{k}={v:.4g}" for k, v in a.items() if isinstance(v, float)))
+    for i, b in enumerate(s["best"]):
+        console.print(f"\n#{i + 1} score {_fmt(b['score'])} (test {_fmt(b['test_score'])}) "
+                      f"[{b['operator']}, round {b['round']}] {b['idea'] or ''}")
+        if i == 0 and b["code"]:
+            console.print(Syntax(b["code"], "python", theme="ansi_dark", word_wrap=True))
+
+
+@campaign_app.command("export")
+@user_errors
+def export(
+    campaign_id: str = typer.Argument(...),
+    out: Path = typer.Option(None, help="Output folder (default ./<id>-export)."),
+    top: int = typer.Option(5, help="How many best programs to write as .py files."),
+) -> None:
+    import shutil
+
+    store = _store()
+    summary = campaign_summary(store, campaign_id)
+    out = out or Path(f"{campaign_id}-export")
+    out.mkdir(parents=True, exist_ok=True)
+    for i, b in enumerate(store.best_candidates(campaign_id, k=top)):
+        header = f'"""{summary["task"]} heuristic #{i + 1}: score {b.score:.4f} (train).\n\n{b.idea or ""}\n"""\n'
+        (out / f"best_{i + 1}.py").write_text(header + (b.code or ""))
+    fields = ["round", "operator", "hash", "split", "valid", "score", "reward", "error", "runtime_s"]
+    with open(out / "evaluations.csv", "w", newline="") as f:
+        w = csv.writer(f)
+        w.writerow(fields)
+        for x in store.candidates(campaign_id):
+            w.writerow([getattr(x, k) for k in fields])
+    records = [{k: getattr(x, k) for k in (*fields, "idea", "code", "parents", "metrics")}
+               for x in store.candidates(campaign_id)]
+    (out / "evaluations.json").write_text(json.dumps(records, indent=1, default=str))
+    (out / "campaign.json").write_text(json.dumps(summary, indent=2, default=str))
+    adapters = store.artifacts(campaign_id, kind="adapter")
+    if adapters:
+        dest = out / "adapter"
+        if dest.exists():
+            shutil.rmtree(dest)
+        src = Path(adapters[-1].path)
+        (shutil.copytree if src.is_dir() else shutil.copy2)(src, dest)
+    print(str(out), file=sys.stdout)
