@@ -1,0 +1,35 @@
+"""CALM-style heuristic evolution: population, prompts, parsing, rewards and the agent."""
+
+from optiforge.agents.evolution.agent import EvolutionAgent, EvolutionConfig, Program, Proposal
+from optiforge.agents.evolution.parsing import ParsedResponse, parse_response, signature_params
+from optiforge.agents.evolution.population import (
+    PoolEntry,
+    Population,
+    code_hash,
+    diversity,
+    idea_tokens,
+    normalize_code,
+)
+from optiforge.agents.evolution.prompts import OPERATORS, build_prompt
+from optiforge.agents.evolution.rewards import RewardConfig, calm_reward, relative_delta
+
+__all__ = [
+    "OPERATORS",
+    "EvolutionAgent",
+    "EvolutionConfig",
+    "ParsedResponse",
+    "PoolEntry",
+    "Population",
+    "Program",
+    "Proposal",
+    "RewardConfig",
+    "build_prompt",
+    "calm_reward",
+    "code_hash",
+    "diversity",
+    "idea_tokens",
+    "normalize_code",
+    "parse_response",
+    "relative_delta",
+    "signature_params",
+]

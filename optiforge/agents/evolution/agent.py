@@ -1,0 +1,465 @@
+"""The CALM-style evolution agent: operator choice, prompting, parsing, pool updates, rewards.
+
+One round = :meth:`EvolutionAgent.propose` (choose an operator, build ONE prompt, sample
+``G`` responses, parse them) followed by :meth:`EvolutionAgent.observe` (the caller's
+trusted evaluations go in; the pool, component library and collapse counter are updated
+and CALM's tiered rewards come out, ready for a GRPO step on the prompt group). The agent
+never executes code and never imports :mod:`optiforge.platform`.
+
+References
+----------
+Huang, Wu, Wu, Lee, Wang. "CALM: Co-evolution of Algorithms and Language Model for
+Automatic Heuristic Design." arXiv:2505.12285 (2025), ICLR 2026.
+
+Notes
+-----
+Deviations from / choices beyond the paper (whose operator schedule, pool size and prompts
+are not available): operators are drawn i.i.d. from ``operator_weights`` each round;
+the pool keeps the 16 best non-seed heuristics plus the seeds; parents are drawn with EoH
+rank weights; duplicates are detected by normalised-code hash over the whole run (not only
+the current pool) and by score equality with a parent; on collapse the component library
+is pruned to the survivors' components.
+"""
+
+from __future__ import annotations
+
+import ast
+import math
+from dataclasses import asdict, dataclass, field, fields
+from typing import Any
+
+import numpy as np
+
+from optiforge.agents.base import LLM
+from optiforge.agents.evolution.parsing import parse_response, signature_params
+from optiforge.agents.evolution.population import (
+    PoolEntry,
+    Population,
+    code_hash,
+    collapse_triggered,
+)
+from optiforge.agents.evolution.prompts import OPERATORS, build_prompt
+from optiforge.agents.evolution.rewards import RewardConfig, calm_reward
+from optiforge.types import Completion, Evaluation
+
+_DEFAULT_WEIGHTS = {
+    "initialization": 0.10,
+    "injection": 0.30,
+    "replacement": 0.25,
+    "crossover": 0.20,
+    "simplification": 0.15,
+}
+
+
+@dataclass
+class EvolutionConfig:
+    """Knobs of :class:`EvolutionAgent`.
+
+    Parameters
+    ----------
+    samples_per_prompt : int
+        ``G``, responses sampled per prompt (CALM: 4 for the local GRPO runs).
+    operator_weights : dict
+        Unnormalised probability of each operator (keys from ``OPERATORS``); operators that
+        cannot run (crossover with < 2 heuristics) are skipped for that round.
+    init_from_seed_prob : float
+        Probability that an initialization shows a seed rather than starting from scratch.
+    pool_size : int
+        Non-seed heuristics kept (best by score).
+    delta0, collapse_C : float, int
+        Collapse when ``rand() < c_n * delta0`` or ``c_n >= collapse_C`` (CALM: 0.0005, 15).
+    temperature, top_p, max_new_tokens : float, float, int
+        Sampling parameters passed to the LLM.
+    max_prompt_chars : int
+        Soft prompt-length limit (see :func:`~optiforge.agents.evolution.prompts.build_prompt`).
+    system : str or None
+        Optional system message.
+    rewards : RewardConfig
+        Reward tier values.
+    """
+
+    samples_per_prompt: int = 4
+    operator_weights: dict[str, float] = field(default_factory=lambda: dict(_DEFAULT_WEIGHTS))
+    init_from_seed_prob: float = 0.5
+    pool_size: int = 16
+    delta0: float = 0.0005
+    collapse_C: int = 15
+    temperature: float = 0.8
+    top_p: float = 0.95
+    max_new_tokens: int = 512
+    max_prompt_chars: int = 4000
+    system: str | None = None
+    rewards: RewardConfig = field(default_factory=RewardConfig)
+
+    def __post_init__(self) -> None:
+        if isinstance(self.rewards, dict):
+            self.rewards = RewardConfig(**self.rewards)
+        for name in ("samples_per_prompt", "pool_size", "collapse_C", "max_new_tokens", "max_prompt_chars"):
+            v = getattr(self, name)
+            if isinstance(v, bool) or not isinstance(v, int) or v < 1:
+                raise ValueError(f"{name}: must be an int >= 1, got {v!r}")
+        for name in ("init_from_seed_prob", "delta0", "top_p"):
+            v = getattr(self, name)
+            if isinstance(v, bool) or not isinstance(v, (int, float)) or not 0.0 <= v <= 1.0:
+                raise ValueError(f"{name}: must be a number in [0, 1], got {v!r}")
+        if isinstance(self.temperature, bool) or not isinstance(self.temperature, (int, float)) or self.temperature < 0:
+            raise ValueError(f"temperature: must be a number >= 0, got {self.temperature!r}")
+        if not isinstance(self.operator_weights, dict) or not self.operator_weights:
+            raise TypeError("operator_weights: expected a non-empty dict of operator -> weight")
+        for op, w in self.operator_weights.items():
+            if op not in OPERATORS:
+                raise ValueError(f"operator_weights: unknown operator {op!r}; known: {', '.join(OPERATORS)}")
+            if isinstance(w, bool) or not isinstance(w, (int, float)) or not math.isfinite(w) or w < 0:
+                raise ValueError(f"operator_weights: weight of {op!r} must be a finite number >= 0, got {w!r}")
+        if sum(self.operator_weights.values()) <= 0:
+            raise ValueError("operator_weights: at least one weight must be > 0")
+        if self.system is not None and not isinstance(self.system, str):
+            raise TypeError(f"system: expected str or None, got {type(self.system).__name__}")
+
+    def to_dict(self) -> dict[str, Any]:
+        return asdict(self)
+
+    @classmethod
+    def from_dict(cls, d: dict[str, Any]) -> EvolutionConfig:
+        known = {f.name for f in fields(cls)}
+        unknown = set(d) - known
+        if unknown:
+            raise ValueError(f"config: unknown field(s) {', '.join(sorted(unknown))}")
+        return cls(**d)
+
+
+@dataclass
+class Program:
+    """One candidate program of a proposal.
+
+    ``code is None`` means the response could not be parsed (``error`` says why); the
+    caller records an invalid :class:`~optiforge.types.Evaluation` for it. ``duplicate_of``
+    is the hash of an identical (normalised) program seen earlier in the run or in the
+    same batch; the caller reuses that program's stored evaluation.
+    """
+
+    code: str | None
+    idea: str | None
+    hash: str | None
+    error: str | None = None
+    duplicate_of: str | None = None
+    component: str | None = None
+    notes: list[str] = field(default_factory=list)
+
+    def to_dict(self) -> dict[str, Any]:
+        return asdict(self)
+
+
+@dataclass
+class Proposal:
+    """One round's prompt and its ``G`` parsed responses.
+
+    ``baseline_score`` is the score of ``h_base`` used for the rewards (best parent, or the
+    baseline seed for initialization from scratch); ``llm_seed`` is the seed passed to the
+    LLM (drawn from the agent's generator).
+    """
+
+    round: int
+    operator: str
+    prompt: str
+    parents: list[str]
+    completions: list[Completion]
+    programs: list[Program]
+    baseline_score: float | None = None
+    parent_scores: list[float] = field(default_factory=list)
+    llm_seed: int | None = None
+
+    def to_dict(self) -> dict[str, Any]:
+        return asdict(self)
+
+    @classmethod
+    def from_dict(cls, d: dict[str, Any]) -> Proposal:
+        d = dict(d)
+        d["completions"] = [Completion(**c) for c in d["completions"]]
+        d["programs"] = [Program(**p) for p in d["programs"]]
+        return cls(**d)
+
+
+def _seed_idea(name: str, code: str, entry_point: str) -> str:
+    # A seed has no LLM-written idea; its entry-point docstring is the closest thing.
+    try:
+        for node in ast.parse(code).body:
+            if isinstance(node, ast.FunctionDef) and node.name == entry_point:
+                doc = ast.get_docstring(node)
+                if doc:
+                    return " ".join(doc.split())
+    except SyntaxError:
+        pass
+    return f"Seed heuristic {name}."
+
+
+class EvolutionAgent:
+    """CALM-style heuristic evolution agent.
+
+    Parameters
+    ----------
+    task : HeuristicTask
+        Only ``name, description, entry_point, template, imports, seeds, baseline`` are used.
+    llm : LLM
+        Text generator (``generate(prompts, n, ...)``).
+    config : EvolutionConfig, optional
+        Knobs; defaults follow CALM where the paper states them.
+    seed : int
+        Seed of the agent's :class:`numpy.random.Generator` (every random choice uses it).
+
+    Examples
+    --------
+    >>> agent = EvolutionAgent(task, llm)                  # doctest: +SKIP
+    >>> p = agent.propose()                                # the task's seeds first
+    >>> agent.observe(p, [evaluate(x.code) for x in p.programs])   # doctest: +SKIP
+    >>> p = agent.propose()                                # an operator prompt, G samples
+    >>> rewards = agent.observe(p, evaluations)            # doctest: +SKIP
+
+    References
+    ----------
+    Huang et al. "CALM: Co-evolution of Algorithms and Language Model for Automatic
+    Heuristic Design." arXiv:2505.12285 (2025).
+    """
+
+    def __init__(self, task: Any, llm: LLM, config: EvolutionConfig | None = None, seed: int = 0) -> None:
+        for attr in ("name", "description", "entry_point", "template", "imports", "seeds", "baseline"):
+            if not hasattr(task, attr):
+                raise TypeError(f"task: missing attribute {attr!r} of a HeuristicTask")
+        if not isinstance(task.seeds, dict) or not task.seeds:
+            raise ValueError("task: needs at least one seed heuristic in task.seeds")
+        if not callable(getattr(llm, "generate", None)):
+            raise TypeError("llm: expected an object with a generate(prompts, n, ...) method")
+        if config is not None and not isinstance(config, EvolutionConfig):
+            raise TypeError(f"config: expected EvolutionConfig, got {type(config).__name__}")
+        if isinstance(seed, bool) or not isinstance(seed, int):
+            raise TypeError(f"seed: expected int, got {type(seed).__name__}")
+        self.task = task
+        self.llm = llm
+        self.config = config or EvolutionConfig()
+        self.params = signature_params(task.template, task.entry_point)
+        self.population = Population(self.config.pool_size)
+        self.rng = np.random.default_rng(seed)
+        self.round = 0
+        self.counter = 0
+        self.collapse_rounds: list[int] = []
+        self.seeded = False
+        self._seen: dict[str, float | None] = {}
+
+    # -- public API --------------------------------------------------------------------
+    @property
+    def best(self) -> PoolEntry | None:
+        """Best heuristic so far (the pool always keeps it, even through collapses)."""
+        return self.population.best
+
+    def initial_programs(self) -> list[Program]:
+        """The task's seed heuristics as programs (operator ``"seed"``)."""
+        return [
+            Program(code=src, idea=_seed_idea(name, src, self.task.entry_point), hash=code_hash(src))
+            for name, src in self.task.seeds.items()
+        ]
+
+    def propose(self) -> Proposal:
+        """Build this round's proposal.
+
+        Until the seeds have been observed this is the seed proposal (no LLM call). Then:
+        choose an operator, choose parents, build one prompt and sample ``G`` responses
+        with ``llm.generate([prompt], n=G, seed=<drawn from the agent's generator>)``.
+        """
+        if not self.seeded:
+            return Proposal(self.round, "seed", "", [], [], self.initial_programs())
+        operator, parents = self._choose()
+        library = [c.description for c in self.population.library]
+        prompt = build_prompt(operator, self.task, parents, library, self.config.max_prompt_chars)
+        llm_seed = int(self.rng.integers(0, 2**31 - 1))
+        cfg = self.config
+        out = self.llm.generate(
+            [prompt],
+            n=cfg.samples_per_prompt,
+            max_new_tokens=cfg.max_new_tokens,
+            temperature=cfg.temperature,
+            top_p=cfg.top_p,
+            seed=llm_seed,
+            system=cfg.system,
+        )
+        if len(out) != 1 or len(out[0]) != cfg.samples_per_prompt:
+            raise RuntimeError(
+                f"llm: expected 1 x {cfg.samples_per_prompt} completions, got "
+                f"{len(out)} x {[len(o) for o in out]}"
+            )
+        completions = list(out[0])
+        programs = [self._parse(c.text) for c in completions]
+        batch: set[str] = set()
+        for p in programs:
+            if p.hash is None:
+                continue
+            if p.hash in self._seen or p.hash in batch:
+                p.duplicate_of = p.hash
+            batch.add(p.hash)
+        parent_scores = [e.score for e in parents]
+        return Proposal(
+            round=self.round,
+            operator=operator,
+            prompt=prompt,
+            parents=[e.hash for e in parents],
+            completions=completions,
+            programs=programs,
+            baseline_score=self._baseline(parents),
+            parent_scores=parent_scores,
+            llm_seed=llm_seed,
+        )
+
+    def observe(self, proposal: Proposal, evaluations: list[Evaluation]) -> list[float]:
+        """Take the trusted evaluations of a proposal; return one CALM reward per program.
+
+        Parameters
+        ----------
+        proposal : Proposal
+            The proposal of the current round (from :meth:`propose`).
+        evaluations : list of Evaluation
+            One per program, in order (invalid ones for unparsable programs; the stored
+            evaluation for duplicates).
+
+        Returns
+        -------
+        list of float
+            Rewards (all 0.0 for the seed proposal, which no LLM wrote).
+        """
+        if not isinstance(proposal, Proposal):
+            raise TypeError(f"proposal: expected Proposal, got {type(proposal).__name__}")
+        if proposal.round != self.round:
+            raise ValueError(f"proposal: round {proposal.round} does not match the agent's round {self.round}")
+        if len(evaluations) != len(proposal.programs):
+            raise ValueError(
+                f"evaluations: expected {len(proposal.programs)} (one per program), got {len(evaluations)}"
+            )
+        for ev in evaluations:
+            if not isinstance(ev, Evaluation):
+                raise TypeError(f"evaluations: expected Evaluation items, got {type(ev).__name__}")
+
+        if proposal.operator == "seed":
+            self._observe_seeds(proposal, evaluations)
+            return [0.0] * len(evaluations)
+
+        before = self.best.score if self.best is not None else math.inf
+        rewards = []
+        for prog, ev in zip(proposal.programs, evaluations, strict=True):
+            valid = prog.code is not None and ev.valid
+            dup = prog.duplicate_of is not None
+            rewards.append(
+                calm_reward(
+                    ev.score if valid else None,
+                    valid=valid,
+                    duplicate=dup,
+                    baseline=proposal.baseline_score,
+                    parent_scores=proposal.parent_scores,
+                    config=self.config.rewards,
+                )
+            )
+            if prog.hash is not None and not dup:
+                self._seen[prog.hash] = ev.score if valid else None
+            if valid and not dup:
+                self.population.add(
+                    PoolEntry(prog.hash, prog.code, prog.idea, float(ev.score), proposal.operator,
+                              list(proposal.parents), self.round)
+                )
+                if proposal.operator == "injection" and prog.component:
+                    self.population.add_component(prog.component, prog.hash, self.round)
+
+        after = self.best.score if self.best is not None else math.inf
+        self.counter = 0 if after < before else self.counter + 1
+        u = float(self.rng.random())
+        if collapse_triggered(self.counter, u, self.config.delta0, self.config.collapse_C):
+            self.population.collapse()
+            self.collapse_rounds.append(self.round)
+            self.counter = 0
+        self.round += 1
+        return rewards
+
+    def state_dict(self) -> dict[str, Any]:
+        """JSON-able state for exact resume (pool, library, counter, generator state, round)."""
+        return {
+            "version": 1,
+            "task": self.task.name,
+            "config": self.config.to_dict(),
+            "round": self.round,
+            "seeded": self.seeded,
+            "counter": self.counter,
+            "collapse_rounds": list(self.collapse_rounds),
+            "rng": self.rng.bit_generator.state,
+            "population": self.population.state_dict(),
+            "seen": dict(self._seen),
+        }
+
+    def load_state_dict(self, state: dict[str, Any]) -> None:
+        """Restore :meth:`state_dict` output; subsequent proposals are identical given the same LLM outputs.
+
+        The agent's own ``config`` is kept (it is saved for reference only), so a campaign
+        may be resumed with changed knobs on purpose.
+        """
+        if not isinstance(state, dict) or state.get("version") != 1:
+            raise ValueError("state: not an EvolutionAgent state_dict (version 1)")
+        if state["task"] != self.task.name:
+            raise ValueError(f"state: saved for task {state['task']!r}, this agent runs {self.task.name!r}")
+        self.round = int(state["round"])
+        self.seeded = bool(state["seeded"])
+        self.counter = int(state["counter"])
+        self.collapse_rounds = [int(r) for r in state["collapse_rounds"]]
+        self.rng = np.random.default_rng()
+        self.rng.bit_generator.state = state["rng"]
+        self.population.load_state_dict(state["population"])
+        self.population.capacity = self.config.pool_size
+        self._seen = dict(state["seen"])
+
+    # -- internals ---------------------------------------------------------------------
+    def _observe_seeds(self, proposal: Proposal, evaluations: list[Evaluation]) -> None:
+        names = list(self.task.seeds)
+        for i, (prog, ev) in enumerate(zip(proposal.programs, evaluations, strict=True)):
+            if prog.hash is None:
+                continue
+            self._seen[prog.hash] = ev.score if ev.valid else None
+            if ev.valid and prog.code is not None:
+                self.population.add(
+                    PoolEntry(prog.hash, prog.code, prog.idea, float(ev.score), "seed", [], self.round,
+                              seed_name=names[i] if i < len(names) else None)
+                )
+        self.seeded = True
+        self.round += 1
+
+    def _parse(self, text: str) -> Program:
+        r = parse_response(text, self.task.entry_point, self.params, self.task.imports)
+        h = code_hash(r.code) if r.code is not None else None
+        return Program(r.code, r.idea, h, r.error, None, r.component, r.notes)
+
+    def _choose(self) -> tuple[str, list[PoolEntry]]:
+        pop = self.population
+        weights = self.config.operator_weights
+        available = [
+            op for op in OPERATORS
+            if weights.get(op, 0.0) > 0
+            and (op == "initialization" or len(pop) >= (2 if op == "crossover" else 1))
+        ]
+        if not available:
+            # Pool empty (every seed invalid) and initialization disabled: scratch is the only way on.
+            available = ["initialization"]
+        w = np.array([weights.get(op, 1.0) for op in available], dtype=float)
+        op = available[int(self.rng.choice(len(available), p=w / w.sum()))]
+        if op == "initialization":
+            seeds = [pop.get(h) for h in pop.seed_hashes if h in pop]
+            if seeds and self.rng.random() < self.config.init_from_seed_prob:
+                return op, [seeds[int(self.rng.integers(len(seeds)))]]
+            return op, []
+        if op == "crossover":
+            first = pop.select_by_performance(self.rng)
+            return op, [first, pop.select_diverse(self.rng, first)]
+        if op == "simplification":
+            return op, [pop.select_bloated(self.rng)]
+        return op, [pop.select_by_performance(self.rng)]
+
+    def _baseline(self, parents: list[PoolEntry]) -> float | None:
+        if parents:
+            return min(e.score for e in parents)
+        seeds = [e for h in self.population.seed_hashes if (e := self.population.get(h)) is not None]
+        named = [e for e in seeds if e.seed_name == self.task.baseline]
+        if named:
+            return named[0].score
+        return min((e.score for e in seeds), default=None)
