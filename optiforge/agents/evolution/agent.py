@@ -61,7 +61,8 @@ class EvolutionConfig:
         ``G``, responses sampled per prompt (CALM: 4 for the local GRPO runs).
     operator_weights : dict
         Unnormalised probability of each operator (keys from ``OPERATORS``); operators that
-        cannot run (crossover with < 2 heuristics) are skipped for that round.
+        cannot run (crossover with < 2 heuristics) are skipped for that round, and when none
+        of the weighted operators can run, initialization is used.
     init_from_seed_prob : float
         Probability that an initialization shows a seed rather than starting from scratch.
     pool_size : int
@@ -439,7 +440,8 @@ class EvolutionAgent:
             and (op == "initialization" or len(pop) >= (2 if op == "crossover" else 1))
         ]
         if not available:
-            # Pool empty (every seed invalid) and initialization disabled: scratch is the only way on.
+            # No weighted operator can run (e.g. only crossover with a one-heuristic pool, or an
+            # empty pool): initialization is the only way the pool can grow.
             available = ["initialization"]
         w = np.array([weights.get(op, 1.0) for op in available], dtype=float)
         op = available[int(self.rng.choice(len(available), p=w / w.sum()))]
