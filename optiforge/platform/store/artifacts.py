@@ -1,0 +1,176 @@
+"""Artifacts: files and folders kept for a campaign (LoRA adapter versions, exports)."""
+
+from __future__ import annotations
+
+import hashlib
+import os
+import shutil
+import tempfile
+from pathlib import Path
+from typing import Any
+
+from sqlalchemy import select
+from sqlalchemy.exc import IntegrityError
+
+from optiforge.platform import config
+from optiforge.platform.store import validation as v
+from optiforge.platform.store.base import StoreBase
+from optiforge.platform.store.errors import ConflictError
+from optiforge.platform.store.models import ArtifactRow, utcnow
+from optiforge.platform.store.records import Artifact
+
+
+def _artifact(r: ArtifactRow) -> Artifact:
+    return Artifact(
+        id=r.id, campaign_id=r.campaign_id, kind=r.kind, name=r.name, path=Path(r.path),
+        sha256=r.sha256, size_bytes=r.size_bytes, meta=r.meta, created_at=r.created_at,
+    )
+
+
+def _file_sha256(path: Path) -> str:
+    h = hashlib.sha256()
+    with open(path, "rb") as f:
+        for block in iter(lambda: f.read(1 << 20), b""):
+            h.update(block)
+    return h.hexdigest()
+
+
+def digest(path: Path) -> tuple[str, int]:
+    """SHA-256 and size of a file, or of a folder (over its sorted relative paths and contents).
+
+    Returns
+    -------
+    (str, int)
+        Hex digest and total size in bytes.
+    """
+    if path.is_file():
+        return _file_sha256(path), path.stat().st_size
+    h, size = hashlib.sha256(), 0
+    for f in sorted(p for p in path.rglob("*") if p.is_file()):
+        rel = f.relative_to(path).as_posix()
+        h.update(rel.encode() + b"\0" + _file_sha256(f).encode() + b"\n")
+        size += f.stat().st_size
+    return h.hexdigest(), size
+
+
+def _fsync_tree(path: Path) -> None:
+    files = [path] if path.is_file() else [p for p in path.rglob("*") if p.is_file()]
+    for f in files:
+        fd = os.open(f, os.O_RDONLY)
+        try:
+            os.fsync(fd)
+        finally:
+            os.close(fd)
+
+
+def _check_name(name: Any) -> str:
+    name = v.text(name, "name", max_len=255)
+    if name in (".", "..") or "/" in name or "\\" in name or "\0" in name or name.startswith("."):
+        raise ValueError(f"name: must be a plain file name (no path separators or leading dot), got {name!r}")
+    return name
+
+
+class ArtifactsMixin(StoreBase):
+    def artifact_dir(self, campaign_id: str) -> Path:
+        """The folder where ``campaign_id``'s artifacts live (created on demand)."""
+        with self._read() as s:
+            cid = self._campaign_row(s, campaign_id).id
+        if self._artifacts_root is not None:
+            path = self._artifacts_root / cid
+            path.mkdir(parents=True, exist_ok=True)
+            return path
+        return config.artifacts_dir(cid)
+
+    def add_artifact(
+        self,
+        campaign_id: str,
+        kind: str,
+        name: str,
+        path_or_bytes: str | os.PathLike | bytes,
+        meta: dict[str, Any] | None = None,
+    ) -> Artifact:
+        """Keep a file, a folder or raw bytes as an artifact of the campaign.
+
+        The content is copied to ``artifact_dir(campaign_id) / name`` (a path already there is
+        recorded in place), flushed to disk, hashed (SHA-256), and then recorded.
+
+        Parameters
+        ----------
+        kind : str
+            What it is, e.g. ``"adapter"`` or ``"export"``.
+        name : str
+            A plain file name, unique per (campaign, kind).
+        path_or_bytes : path or bytes
+            Source file/folder, or the content itself.
+        meta : dict, optional
+            JSON metadata (e.g. RL step, mean reward, KL).
+
+        Raises
+        ------
+        NotFoundError
+            Unknown campaign.
+        ConflictError
+            An artifact with this kind and name exists, or another file occupies the name.
+        ValueError / TypeError
+            Missing source path, unsafe name, non-JSON meta.
+        """
+        kind = v.text(kind, "kind", max_len=64)
+        name = _check_name(name)
+        meta = v.json_dict(meta, "meta", optional=True)
+        if isinstance(path_or_bytes, (bytes, bytearray, memoryview)):
+            data: bytes | None = bytes(path_or_bytes)
+            src = None
+        elif isinstance(path_or_bytes, (str, os.PathLike)):
+            data = None
+            src = Path(path_or_bytes).expanduser().resolve()
+            if not src.exists():
+                raise ValueError(f"path_or_bytes: no such file or folder: {src}")
+        else:
+            raise TypeError(
+                f"path_or_bytes: expected a path or bytes, got {type(path_or_bytes).__name__}"
+            )
+        directory = self.artifact_dir(campaign_id)
+        dest = directory / name
+        copied = False
+        if src is None or src != dest.resolve():
+            if dest.exists() or dest.is_symlink():
+                raise ConflictError(f"name: {dest} already exists")
+            # Write next to the destination, then rename: a crash never leaves half a file
+            # under the final name.
+            tmp = Path(tempfile.mkdtemp(prefix=f".{name}.", dir=directory)) / name
+            if data is not None:
+                tmp.write_bytes(data)
+            elif src.is_dir():
+                shutil.copytree(src, tmp)
+            else:
+                shutil.copy2(src, tmp)
+            _fsync_tree(tmp)
+            os.replace(tmp, dest)
+            shutil.rmtree(tmp.parent, ignore_errors=True)
+            copied = True
+        else:
+            _fsync_tree(dest)
+        sha, size = digest(dest)
+        row = ArtifactRow(kind=kind, name=name, path=str(dest), sha256=sha, size_bytes=size,
+                          meta=meta, created_at=utcnow())
+        try:
+            with self._write() as s:
+                row.campaign_id = self._campaign_row(s, campaign_id).id
+                s.add(row)
+                s.flush()
+        except IntegrityError as exc:
+            if copied:
+                (shutil.rmtree if dest.is_dir() else os.unlink)(dest)
+            raise ConflictError(
+                f"name: campaign {campaign_id} already has a {kind!r} artifact named {name!r}"
+            ) from exc
+        return _artifact(row)
+
+    def artifacts(self, campaign_id: str, kind: str | None = None) -> list[Artifact]:
+        """The campaign's artifacts, oldest first (so ``[-1]`` is the newest)."""
+        with self._read() as s:
+            cid = self._campaign_row(s, campaign_id).id
+            q = select(ArtifactRow).where(ArtifactRow.campaign_id == cid)
+            if kind is not None:
+                q = q.where(ArtifactRow.kind == v.text(kind, "kind", max_len=64))
+            return [_artifact(r) for r in s.scalars(q.order_by(ArtifactRow.id))]
