@@ -1,0 +1,29 @@
+"""Helpers shared by the store tests (a unique module name: test dirs share one sys.path)."""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+import optiforge
+from optiforge.platform.store import Store
+
+PG_ENV = "OPTIFORGE_TEST_POSTGRES_URL"
+REPO_ROOT = Path(optiforge.__file__).resolve().parent.parent
+HERE = Path(__file__).resolve().parent
+
+
+def make_campaign(store: Store, **overrides) -> str:
+    kwargs = dict(task="binpacking", agent="evolution", llm="smollm2", budget=20, seed=7,
+                  executor="local", config={"agent": {"samples_per_prompt": 4}})
+    kwargs.update(overrides)
+    return store.create_campaign(**kwargs)
+
+
+def subprocess_env() -> dict[str, str]:
+    """Environment for child Python processes: they import optiforge from this checkout."""
+    env = dict(os.environ)
+    env["PYTHONPATH"] = os.pathsep.join(
+        p for p in (str(REPO_ROOT), str(HERE), env.get("PYTHONPATH", "")) if p
+    )
+    return env
