@@ -1,0 +1,186 @@
+"""Executors: where heuristic programs are evaluated (a local sandbox pool, or a Ray cluster).
+
+Both satisfy :class:`optiforge.agents.base.ProgramEvaluator`::
+
+    with make_executor("local", workers=2) as ex:
+        evaluations = ex.evaluate("binpacking", programs, "train")   # order preserved
+
+Every program runs in a :class:`~optiforge.platform.sandbox.Sandbox` child and is scored by the
+task's trusted scorer in the process that owns that sandbox (this process for ``local``, a
+Ray worker actor for ``ray``).
+"""
+
+from __future__ import annotations
+
+import importlib
+import sys
+from collections.abc import Sequence
+from typing import Any
+
+from optiforge.heuristics.base import SPLITS, get_task
+from optiforge.platform.sandbox.evaluate import evaluate_programs
+from optiforge.platform.sandbox.limits import SandboxLimits
+from optiforge.platform.sandbox.sandbox import Sandbox
+from optiforge.types import Evaluation
+
+EXECUTORS = ("local", "ray")
+
+
+def _check_args(task: Any, programs: Any, split: Any) -> str:
+    if not isinstance(task, str):
+        raise TypeError(f"task: expected a task name, got {type(task).__name__}")
+    get_task(task)  # ValueError naming `task` when unknown
+    if isinstance(programs, (str, bytes)) or not isinstance(programs, Sequence):
+        raise TypeError("programs: expected a sequence of program sources")
+    if not all(isinstance(p, str) for p in programs):
+        raise TypeError("programs: every program must be a str")
+    if split not in SPLITS:
+        raise ValueError(f"split: expected one of {', '.join(SPLITS)}, got {split!r}")
+    return task
+
+
+class LocalExecutor:
+    """Evaluate programs on this machine: one :class:`Sandbox` with ``workers`` warm zygotes.
+
+    Parameters
+    ----------
+    workers : int
+        Programs evaluated in parallel.
+    limits : SandboxLimits, optional
+        Per-program limits and isolation switches.
+    """
+
+    def __init__(self, workers: int = 2, limits: SandboxLimits | None = None) -> None:
+        self.sandbox = Sandbox(workers=workers, limits=limits)
+
+    @property
+    def protections(self) -> dict[str, Any]:
+        return self.sandbox.protections
+
+    def evaluate(self, task: str, programs: Sequence[str], split: str = "train") -> list[Evaluation]:
+        _check_args(task, programs, split)
+        return evaluate_programs(self.sandbox, task, list(programs), split)
+
+    def close(self) -> None:
+        self.sandbox.close()
+
+    def __enter__(self) -> LocalExecutor:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+
+class _SandboxActor:
+    """Body of a Ray worker actor: owns a one-worker Sandbox and scores what it runs."""
+
+    def __init__(self, limits: dict[str, Any], import_path: list[str]) -> None:
+        # Make the driver's modules (e.g. a task registered outside optiforge) importable here.
+        sys.path.extend(p for p in import_path if p not in sys.path)
+        self.sandbox = Sandbox(workers=1, limits=SandboxLimits(**limits))
+
+    def evaluate(self, task: str, module: str, program: str, split: str) -> dict[str, Any]:
+        importlib.import_module(module)
+        [evaluation] = evaluate_programs(self.sandbox, task, [program], split)
+        return evaluation.to_dict()
+
+    def protections(self) -> dict[str, Any]:
+        return self.sandbox.protections
+
+    def close(self) -> None:
+        self.sandbox.close()
+
+
+def _import_ray() -> Any:
+    try:
+        import ray
+    except ImportError as exc:
+        raise ImportError("the 'ray' executor needs Ray: pip install 'optiforge[ray]'") from exc
+    return ray
+
+
+class RayExecutor:
+    """Evaluate programs on a Ray cluster: ``workers`` actors, each owning a one-worker Sandbox.
+
+    Parameters
+    ----------
+    workers : int
+        Number of sandbox actors (each reserves one CPU).
+    limits : SandboxLimits, optional
+        Per-program limits and isolation switches, applied on every node.
+    address : str, optional
+        Ray cluster address (``"auto"``, ``"ray://host:10001"``); ``None`` starts a local Ray
+        with ``num_cpus=workers`` unless Ray is already initialised in this process.
+    """
+
+    def __init__(self, workers: int = 2, limits: SandboxLimits | None = None,
+                 address: str | None = None) -> None:
+        if isinstance(workers, bool) or not isinstance(workers, int):
+            raise TypeError(f"workers: expected int, got {type(workers).__name__}")
+        if workers < 1:
+            raise ValueError(f"workers: must be >= 1, got {workers}")
+        if address is not None and not isinstance(address, str):
+            raise TypeError(f"address: expected str, got {type(address).__name__}")
+        limits = SandboxLimits() if limits is None else limits
+        if not isinstance(limits, SandboxLimits):
+            raise TypeError(f"limits: expected SandboxLimits, got {type(limits).__name__}")
+        ray = self._ray = _import_ray()
+        self._owns_ray = not ray.is_initialized()
+        if self._owns_ray:
+            if address is None:
+                ray.init(num_cpus=workers, include_dashboard=False, log_to_driver=False)
+            else:
+                ray.init(address=address, log_to_driver=False)
+        import_path = [p for p in sys.path if p]
+        actor_cls = ray.remote(num_cpus=1)(_SandboxActor)
+        self._actors = [actor_cls.remote(limits.to_dict(), import_path) for _ in range(workers)]
+        from ray.util import ActorPool
+
+        self._pool = ActorPool(self._actors)
+
+    @property
+    def protections(self) -> dict[str, Any]:
+        return self._ray.get(self._actors[0].protections.remote())
+
+    def evaluate(self, task: str, programs: Sequence[str], split: str = "train") -> list[Evaluation]:
+        _check_args(task, programs, split)
+        module = type(get_task(task)).__module__
+        results = self._pool.map(
+            lambda actor, program: actor.evaluate.remote(task, module, program, split), list(programs))
+        return [Evaluation(**d) for d in results]
+
+    def close(self) -> None:
+        ray, actors, self._actors = self._ray, self._actors, []
+        for actor in actors:
+            try:
+                ray.get(actor.close.remote(), timeout=30)
+            except Exception:  # noqa: BLE001 - a dead actor has nothing left to close
+                pass
+            ray.kill(actor)
+        if self._owns_ray and ray.is_initialized():
+            ray.shutdown()
+            self._owns_ray = False
+
+    def __enter__(self) -> RayExecutor:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+
+def make_executor(executor: str = "local", *, workers: int = 2, limits: SandboxLimits | None = None,
+                  address: str | None = None) -> LocalExecutor | RayExecutor:
+    """Create the executor named ``executor`` (``"local"`` or ``"ray"``).
+
+    Raises
+    ------
+    ValueError
+        If ``executor`` is unknown, or ``address`` is given for the local executor.
+    """
+    if executor == "local":
+        if address is not None:
+            raise ValueError("address: only the 'ray' executor connects to an address")
+        return LocalExecutor(workers=workers, limits=limits)
+    if executor == "ray":
+        return RayExecutor(workers=workers, limits=limits, address=address)
+    raise ValueError(f"executor: unknown executor {executor!r}; choose one of {', '.join(EXECUTORS)}")
