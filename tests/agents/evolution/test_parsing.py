@@ -1,6 +1,8 @@
 import ast
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from optiforge.agents.evolution.parsing import parse_response, signature_params
 
@@ -146,3 +148,13 @@ def test_bad_arguments():
         parse_response(None, "priority", PARAMS)  # type: ignore[arg-type]
     with pytest.raises(ValueError, match="entry_point"):
         parse_response("x", "not a name", PARAMS)
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.text(alphabet=st.sampled_from(list("def priority(item, bins):\n    return{}`'\"#=+-*/[]0123456789abcx \t")), max_size=300))
+def test_arbitrary_text_never_raises(text):
+    r = parse(text)
+    assert (r.code is None) != (r.error is None)
+    if r.code is not None:
+        ast.parse(r.code)
+        assert "def priority(" in r.code
