@@ -17,10 +17,10 @@ import sys
 from collections.abc import Sequence
 from typing import Any
 
-from optiforge.heuristics.base import SPLITS, get_task
+from optiforge.heuristics.base import get_task
 from optiforge.platform.sandbox.evaluate import evaluate_programs
 from optiforge.platform.sandbox.limits import SandboxLimits
-from optiforge.platform.sandbox.sandbox import Sandbox
+from optiforge.platform.sandbox.sandbox import Sandbox, check_split
 from optiforge.types import Evaluation
 
 EXECUTORS = ("local", "ray")
@@ -29,13 +29,12 @@ EXECUTORS = ("local", "ray")
 def _check_args(task: Any, programs: Any, split: Any) -> str:
     if not isinstance(task, str):
         raise TypeError(f"task: expected a task name, got {type(task).__name__}")
-    get_task(task)  # ValueError naming `task` when unknown
+    task_obj = get_task(task)  # ValueError naming `task` when unknown
     if isinstance(programs, (str, bytes)) or not isinstance(programs, Sequence):
         raise TypeError("programs: expected a sequence of program sources")
     if not all(isinstance(p, str) for p in programs):
         raise TypeError("programs: every program must be a str")
-    if split not in SPLITS:
-        raise ValueError(f"split: expected one of {', '.join(SPLITS)}, got {split!r}")
+    check_split(task_obj, split)
     return task
 
 

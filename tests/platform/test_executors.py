@@ -69,3 +69,15 @@ def test_ray_executor_matches_local() -> None:
     assert [e.valid for e in remote] == [e.valid for e in local]
     assert [e.score for e in remote] == [e.score for e in local]
     assert [e.error for e in remote] == [e.error for e in local]
+
+
+def test_task_specific_splits_are_accepted() -> None:
+    task = get_task("binpacking")
+    extra = [n for n in task.datasets() if n.startswith("or")][:1] if hasattr(task, "datasets") else []
+    if not extra:
+        pytest.skip("binpacking offers no extra splits")
+    with make_executor("local", workers=1, limits=SandboxLimits(timeout_s=60.0)) as ex:
+        [ev] = ex.evaluate("binpacking", [task.seeds[task.baseline]], extra[0])
+        assert ev.valid, ev.error
+        with pytest.raises(ValueError, match="split"):
+            ex.evaluate("binpacking", [task.seeds[task.baseline]], "no_such_dataset")

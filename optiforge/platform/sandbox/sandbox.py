@@ -163,6 +163,7 @@ class Sandbox:
         self._config = {"op": "config", "limits": limits.to_dict(), "hidden": hidden,
                         "preload": list(preload)}
         self._modules: dict[str, str | None] = {}
+        self._splits: set[tuple[str, str]] = set()
         self._closed = False
         self._lock = threading.Lock()
         self._all: list[_Worker] = []
@@ -190,11 +191,12 @@ class Sandbox:
         name = task if isinstance(task, str) else getattr(task, "name", None)
         if not isinstance(name, str):
             raise TypeError(f"task: expected a task name or HeuristicTask, got {type(task).__name__}")
-        if split not in SPLITS:
-            raise ValueError(f"split: expected one of {', '.join(SPLITS)}, got {split!r}")
         with self._lock:
+            if (name, split) not in self._splits:
+                check_split(get_task(name), split)  # ValueError names `task` / `split`
+                self._splits.add((name, split))
             if name not in self._modules:
-                module = type(get_task(name)).__module__  # ValueError names `task` if unknown
+                module = type(get_task(name)).__module__
                 if module == "__main__":
                     raise ValueError(f"task: {name!r} is defined in __main__; define it in an importable "
                                      "module so the sandbox workers can import it")
@@ -251,6 +253,23 @@ class Sandbox:
             self.close()
         except Exception:  # noqa: BLE001 - interpreter shutdown
             pass
+
+
+def check_split(task: Any, split: Any) -> None:
+    """Raise ValueError naming ``split`` unless ``task`` accepts it.
+
+    The standard splits are always accepted; tasks may offer more (e.g. single dataset names),
+    which are checked by building their inputs once here, in trusted code.
+    """
+    if not isinstance(split, str):
+        raise TypeError(f"split: expected str, got {type(split).__name__}")
+    if split in SPLITS:
+        return
+    try:
+        task.inputs(split)
+    except Exception as exc:  # noqa: BLE001 - any refusal by the task means a bad split
+        raise ValueError(f"split: task {task.name!r} does not accept {split!r} "
+                         f"(standard splits: {', '.join(SPLITS)}): {exc}") from exc
 
 
 def _reject_constant(name: str) -> Any:

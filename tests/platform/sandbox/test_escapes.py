@@ -117,7 +117,7 @@ time.sleep(1000)
     [
         "blob = bytearray(8 * 1024 ** 3)\n" + SPT,
         "def priority(p):\n    return float(np.ones((1 << 15, 1 << 15)).sum())\n",
-        "hoard = []\nwhile True:\n    hoard.append(bytearray(64 << 20))\n" + SPT,
+        "hoard = []\nwhile True:\n    hoard.append(np.empty(256 << 20, dtype=np.uint8))\n" + SPT,
     ],
     ids=["one_big_block", "numpy", "grow_until_dead"],
 )
