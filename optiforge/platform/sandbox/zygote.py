@@ -31,6 +31,12 @@ from optiforge.platform.sandbox.protocol import read_message, write_message
 
 _WRITABLE_CANDIDATES = ("/tmp", "/var/tmp", "/dev/shm", "/run/lock", "/var/lock", "/dev/mqueue")
 _MAX_HEADER = 64 * 1024
+# Imported once in the zygote so that programs find them already loaded: after the uid drop a
+# child cannot read an interpreter installed under an unreadable home (e.g. pyenv in /root)
+# when no mount namespace re-exposes it.
+_COMMON_MODULES = ("bisect", "collections", "copy", "dataclasses", "functools", "heapq", "itertools",
+                   "json", "math", "operator", "random", "re", "statistics", "string", "time",
+                   "typing", "numpy")
 
 
 class Zygote:
@@ -41,6 +47,11 @@ class Zygote:
         self.workdir = tempfile.mkdtemp(prefix="optiforge-sandbox-")
         os.chmod(self.workdir, 0o711)
         self.policy, self.protections = self._establish(config)
+        for module in _COMMON_MODULES:
+            try:
+                importlib.import_module(module)
+            except ImportError:
+                pass
         for module in config.get("preload", []):
             importlib.import_module(module)
 

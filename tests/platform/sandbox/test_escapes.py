@@ -359,3 +359,31 @@ def test_ctypes_is_blocked(sandbox: Sandbox) -> None:
     program = "import ctypes\nctypes.CDLL(None).fork()\n" + SPT
     r = sandbox.run(program, TASK, "train")
     assert not r.ok and "PermissionError" in r.error
+
+
+# -- degraded mode (no namespaces: what a machine without them gets) ------------------------
+def test_without_namespaces_the_audit_hook_and_rlimits_still_hold(loopback_server) -> None:
+    port, accepted = loopback_server
+    target = Path("/tmp") / f"optiforge-escape-{uuid.uuid4().hex}"
+    attempts = {
+        "network": f"import socket\nsocket.socket().connect(('127.0.0.1', {port}))\n",
+        "tmp_write": f"open({str(target)!r}, 'w').write('x')\n",
+        "fork": "import os\nos.fork()\n",
+        "parent": "import os, signal\nos.kill(os.getppid(), signal.SIGKILL)\n",
+    }
+    limits = SandboxLimits(timeout_s=5.0, namespaces=False)
+    # socket is preloaded so that the attempt reaches the audit hook rather than failing to import.
+    with Sandbox(workers=1, limits=limits, preload=["socket"]) as sb:
+        assert not sb.protections["network_namespace"] and not sb.protections["mount_namespace"]
+        assert sb.protections["network"] == "audit hook"
+        pid = sb._all[0].proc.pid
+        for name, code in attempts.items():
+            r = sb.run(code + SPT, TASK, "train")
+            assert not r.ok and "PermissionError" in r.error, (name, r.error)
+        scratch = "open('scratch.txt', 'w').write('ok')\nimport os\nprint(os.getcwd())\n" + SPT
+        r = sb.run(scratch, TASK, "train")
+        assert r.ok, r.error
+        job_dir = Path(r.stdout.strip())
+        assert sb._all[0].proc.pid == pid
+    assert not target.exists() and not accepted
+    assert not job_dir.exists()  # the per-program private dir is removed afterwards
