@@ -27,3 +27,21 @@ def subprocess_env() -> dict[str, str]:
         p for p in (str(REPO_ROOT), str(HERE), env.get("PYTHONPATH", "")) if p
     )
     return env
+
+
+def create_trials_worker(url: str, study_id: str, worker: int, batches: list[int],
+                         barrier, results) -> None:
+    """Process target for the concurrency tests: create trials in batches, report numbers."""
+    store = Store(url)
+    try:
+        barrier.wait(timeout=60)
+        numbers = []
+        for j, size in enumerate(batches):
+            trials = store.create_trials(study_id, [{"worker": worker, "batch": j, "k": k}
+                                                    for k in range(size)])
+            numbers += [t.number for t in trials]
+        results.put((worker, numbers))
+    except BaseException as exc:  # surface the child's failure in the parent's assertion
+        results.put((worker, repr(exc)))
+    finally:
+        store.close()
