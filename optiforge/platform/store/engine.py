@@ -66,7 +66,10 @@ def _sqlite_engine(url: Any) -> Engine:
         engine = create_engine(url, poolclass=StaticPool,
                                connect_args={"check_same_thread": False})
     else:
-        Path(database).expanduser().parent.mkdir(parents=True, exist_ok=True)
+        try:
+            Path(database).expanduser().parent.mkdir(parents=True, exist_ok=True)
+        except OSError as exc:
+            raise ValueError(f"url: cannot create the folder of {database!r}: {exc.strerror}") from exc
         engine = create_engine(
             url,
             connect_args={"timeout": BUSY_TIMEOUT_MS / 1000, "check_same_thread": False},
