@@ -1,0 +1,68 @@
+import math
+
+import numpy as np
+import pytest
+from scipy.optimize import minimize
+
+from optiforge.blackbox import blackbox_task_names, get_blackbox_task
+
+# Optimal values as listed in research/hollm_blackbox.md section 4 (BoTorch's values).
+NOTE_OPTIMA = {
+    "branin": 0.397887, "hartmann-3": -3.86278, "hartmann-6": -3.32237, "ackley-20": 0.0,
+    "levy-10": 0.0, "rastrigin-10": 0.0, "rosenbrock-8": 0.0, "styblinski-tang-10": -391.66166,
+}
+
+
+@pytest.mark.parametrize("name", sorted(NOTE_OPTIMA))
+def test_value_at_known_minimiser_matches_research_note(name):
+    task = get_blackbox_task(name)
+    assert task.optimum == pytest.approx(NOTE_OPTIMA[name], abs=1e-4)
+    assert task.evaluate_array(np.array(task.argmin)) == pytest.approx(NOTE_OPTIMA[name], abs=1e-4)
+
+
+@pytest.mark.parametrize("name", sorted(NOTE_OPTIMA))
+def test_no_random_point_beats_the_optimum(name):
+    task = get_blackbox_task(name)
+    rng = np.random.default_rng(0)
+    values = [task(p) for p in task.space.sample(rng, 300)]
+    assert min(values) > task.optimum - 1e-9
+    # The minimiser is a strict improvement on random points (the function is not flat).
+    assert min(values) > task.optimum + 1e-3
+
+
+def test_branin_has_three_minima():
+    task = get_blackbox_task("branin")
+    for x in [(-math.pi, 12.275), (math.pi, 2.275), (9.42478, 2.475)]:
+        assert task({"x1": x[0], "x2": x[1]}) == pytest.approx(0.397887, abs=1e-5)
+
+
+def test_michalewicz_local_search_reaches_note_value_in_2d():
+    task = get_blackbox_task("michalewicz-2")
+    res = minimize(task.evaluate_array, x0=[2.2, 1.57], bounds=[(0, math.pi)] * 2)
+    assert res.fun == pytest.approx(-1.8013, abs=1e-4)
+    assert get_blackbox_task("michalewicz-5").optimum == pytest.approx(-4.687658)
+    assert get_blackbox_task("michalewicz-10").optimum == pytest.approx(-9.66015)
+    assert get_blackbox_task("michalewicz-7").optimum is None
+
+
+def test_bounds_and_dims_from_names():
+    t = get_blackbox_task("ackley-20")
+    assert t.dim == 20 and t.space.params["x1"].low == -32.768 and t.space.params["x20"].high == 32.768
+    assert get_blackbox_task("levy").dim == 10
+    assert get_blackbox_task("Hartmann_6").name == "hartmann-6"
+    assert get_blackbox_task("rosenbrock-8").space.params["x3"].high == 2.048
+    assert get_blackbox_task("styblinski-tang-3").dim == 3
+    for name in blackbox_task_names():
+        assert get_blackbox_task(name).name == name
+
+
+@pytest.mark.parametrize("bad", ["sphere-3", "ackley-1", "ackley-x", "", "hartmann-4"])
+def test_unknown_tasks_name_the_argument(bad):
+    with pytest.raises(ValueError, match="task:"):
+        get_blackbox_task(bad)
+
+
+def test_call_validates_params():
+    task = get_blackbox_task("branin")
+    with pytest.raises(ValueError, match=r"params\.x1: 20\.0 is outside"):
+        task({"x1": 20.0, "x2": 1.0})
