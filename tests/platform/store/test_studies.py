@@ -5,6 +5,7 @@ from __future__ import annotations
 import multiprocessing as mp
 import random
 import threading
+import uuid
 from concurrent.futures import ThreadPoolExecutor
 
 import pytest
@@ -36,9 +37,10 @@ def test_study_round_trip_and_ownership(store: Store) -> None:
 
 
 def test_list_studies_by_owner_newest_first(store: Store) -> None:
-    a1, b1, a2 = _study(store, "alice-l"), _study(store, "bob-l"), _study(store, "alice-l")
-    assert [s.id for s in store.list_studies("alice-l")] == [a2, a1]
-    assert [s.id for s in store.list_studies("bob-l")] == [b1]
+    alice, bob = f"alice-{uuid.uuid4().hex}", f"bob-{uuid.uuid4().hex}"  # PG db is shared
+    a1, b1, a2 = _study(store, alice), _study(store, bob), _study(store, alice)
+    assert [s.id for s in store.list_studies(alice)] == [a2, a1]
+    assert [s.id for s in store.list_studies(bob)] == [b1]
     every = [s.id for s in store.list_studies()]
     assert {a1, b1, a2} <= set(every)
 
