@@ -18,7 +18,7 @@ from __future__ import annotations
 import math
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
-from typing import Any, Union
+from typing import Any
 
 import numpy as np
 
@@ -230,7 +230,7 @@ class CategoricalParam:
         return {"type": "categorical", "choices": list(self.choices)}
 
 
-Param = Union[FloatParam, IntParam, CategoricalParam]
+Param = FloatParam | IntParam | CategoricalParam
 
 
 def _param_from_dict(name: str, spec: Any) -> Param:

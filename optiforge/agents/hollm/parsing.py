@@ -1,0 +1,116 @@
+"""Robust parsing of LLM answers: JSON candidate objects and lists of predicted values.
+
+Small models wrap JSON in prose or code fences, use single quotes, trailing commas or
+unquoted keys, or stop mid-list. The parsers recover every complete, well-formed item and
+ignore the rest; the caller decides whether enough came back (and retries if not).
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import re
+from collections.abc import Sequence
+from typing import Any
+
+_OBJECT = re.compile(r"\{[^{}]*\}")
+_FLAT_LIST = re.compile(r"\[[^\[\]{}]*\]")
+_NUMBER = r"[-+]?(?:\d+\.?\d*|\.\d+)(?:[eE][-+]?\d+)?"
+_UNQUOTED_KEY = re.compile(r"([{,]\s*)([A-Za-z_][\w\-]*)\s*:")
+_TRAILING_COMMA = re.compile(r",\s*([}\]])")
+
+
+def _loads_lenient(text: str) -> Any:
+    try:
+        return json.loads(text)
+    except ValueError:
+        pass
+    fixed = _TRAILING_COMMA.sub(r"\1", text.replace("'", '"'))
+    fixed = _UNQUOTED_KEY.sub(r'\1"\2":', fixed)
+    try:
+        return json.loads(fixed)
+    except ValueError:
+        return None
+
+
+def _as_float(v: Any) -> float | None:
+    if isinstance(v, bool):
+        return None
+    if isinstance(v, (int, float)):
+        f = float(v)
+    elif isinstance(v, str):
+        try:
+            f = float(v.strip())
+        except ValueError:
+            return None
+    else:
+        return None
+    return f if math.isfinite(f) else None
+
+
+def parse_candidates(text: str, names: Sequence[str]) -> list[tuple[list[float], float | None]]:
+    """Extract points ``[(coords, predicted_value_or_None), ...]`` from an LLM answer.
+
+    Accepts objects with every name in ``names`` (plus an optional ``"value"``), or flat
+    lists of ``d`` (or ``d + 1``, the last being the value) numbers. Items missing a
+    coordinate or holding non-numbers are skipped.
+    """
+    out: list[tuple[list[float], float | None]] = []
+    for m in _OBJECT.finditer(text):
+        obj = _loads_lenient(m.group(0))
+        coords: list[float] = []
+        if isinstance(obj, dict):
+            for n in names:
+                v = _as_float(obj.get(n))
+                if v is None:
+                    break
+                coords.append(v)
+            value = _as_float(obj.get("value"))
+        else:
+            # Not JSON even after repairs: read ``name: number`` pairs directly.
+            raw = m.group(0)
+            for n in names:
+                hit = re.search(r'["\']?' + re.escape(n) + r'["\']?\s*[:=]\s*(' + _NUMBER + ")", raw)
+                if hit is None:
+                    break
+                coords.append(float(hit.group(1)))
+            hit = re.search(r'["\']?value["\']?\s*[:=]\s*(' + _NUMBER + ")", raw)
+            value = float(hit.group(1)) if hit else None
+        if len(coords) == len(names) and all(math.isfinite(c) for c in coords):
+            out.append((coords, value))
+    if out:
+        return out
+    d = len(names)
+    for m in _FLAT_LIST.finditer(text):
+        nums = [_as_float(x) for x in m.group(0)[1:-1].split(",") if x.strip()]
+        if any(v is None for v in nums):
+            continue
+        if len(nums) == d:
+            out.append(([float(v) for v in nums], None))  # type: ignore[arg-type]
+        elif len(nums) == d + 1:
+            out.append(([float(v) for v in nums[:d]], float(nums[d])))  # type: ignore[arg-type]
+    return out
+
+
+def parse_values(text: str, n: int) -> list[float] | None:
+    """Extract ``n`` predicted values from an LLM answer, or ``None`` if it holds fewer.
+
+    Looks for a flat JSON list of ``n`` numbers first, then for ``"value"`` fields of
+    objects in order, then for bare numbers one per line.
+    """
+    for m in _FLAT_LIST.finditer(text):
+        nums = [_as_float(x) for x in m.group(0)[1:-1].split(",") if x.strip()]
+        if len(nums) >= n and all(v is not None for v in nums[:n]):
+            return [float(v) for v in nums[:n]]  # type: ignore[arg-type]
+    vals = []
+    for m in _OBJECT.finditer(text):
+        obj = _loads_lenient(m.group(0))
+        if isinstance(obj, dict):
+            v = _as_float(obj.get("value", obj.get("prediction")))
+            if v is not None:
+                vals.append(v)
+    if len(vals) >= n:
+        return vals[:n]
+    lines = [_as_float(re.sub(r"^\s*(?:\d+[.):]\s+|-\s+)", "", ln)) for ln in text.splitlines() if ln.strip()]
+    nums = [v for v in lines if v is not None]
+    return nums[:n] if len(nums) >= n else None

@@ -1,0 +1,37 @@
+from optiforge.agents.hollm.parsing import parse_candidates, parse_values
+
+NAMES = ["x1", "x2"]
+
+
+def test_clean_json():
+    out = parse_candidates('[{"x1": 0.1, "x2": 0.2, "value": 3.5}, {"x1": 0.3, "x2": 0.4, "value": 1}]', NAMES)
+    assert out == [([0.1, 0.2], 3.5), ([0.3, 0.4], 1.0)]
+
+
+def test_prose_fences_single_quotes_unquoted_keys_trailing_commas():
+    text = (
+        "Sure! Here are the points:\n```json\n[{'x1': 0.1, 'x2': 0.2, 'value': 1.0},\n"
+        "{x1: 0.5, x2: 0.6,},\n{\"x1\": \"0.7\", \"x2\": 0.8}]\n```\nHope this helps"
+    )
+    out = parse_candidates(text, NAMES)
+    assert [c for c, _ in out] == [[0.1, 0.2], [0.5, 0.6], [0.7, 0.8]]
+    assert out[0][1] == 1.0 and out[1][1] is None
+
+
+def test_truncated_and_incomplete_items_are_skipped():
+    text = '[{"x1": 0.1, "x2": 0.2}, {"x1": 0.3}, {"x1": NaN, "x2": 0.1}, {"x1": 0.9, "x2": 0.'
+    assert parse_candidates(text, NAMES) == [([0.1, 0.2], None)]
+
+
+def test_non_json_pairs_and_flat_lists():
+    assert parse_candidates("{x1 = 0.25; x2 = 0.75 value=2}", NAMES) == [([0.25, 0.75], 2.0)]
+    assert parse_candidates("[0.1, 0.2]\n[0.3, 0.4, 9]", NAMES) == [([0.1, 0.2], None), ([0.3, 0.4], 9.0)]
+    assert parse_candidates("I cannot help with that.", NAMES) == []
+
+
+def test_parse_values():
+    assert parse_values("Predictions: [1.5, 2, -3e-1]", 3) == [1.5, 2.0, -0.3]
+    assert parse_values('[{"value": 1}, {"value": 2}]', 2) == [1.0, 2.0]
+    assert parse_values("1. 0.5\n2. 0.7\n", 2) == [0.5, 0.7]
+    assert parse_values("[1, 2]", 3) is None
+    assert parse_values("no numbers here", 1) is None
