@@ -14,7 +14,7 @@ BLOCK = 1024
 
 
 @triton.jit
-def _stats_kernel(G, PREV, OUT, n, pmax, pmin, SIGN_PREV: tl.constexpr, BLOCK: tl.constexpr):
+def _stats_kernel(G, PREV, OUT, n, SIGN_PREV: tl.constexpr, BLOCK: tl.constexpr):
     pid = tl.program_id(0)
     offs = pid * BLOCK + tl.arange(0, BLOCK)
     mask = offs < n
@@ -23,12 +23,10 @@ def _stats_kernel(G, PREV, OUT, n, pmax, pmin, SIGN_PREV: tl.constexpr, BLOCK: t
     s = tl.where(prev > 0, 1.0, tl.where(prev < 0, -1.0, 0.0))
     inner = tl.sum(g * s, axis=0)
     if SIGN_PREV:
-        # |g - y| over y in the interval the stored sign allows is largest at an endpoint.
-        ag = tl.abs(g)
-        bound = tl.where(s > 0, tl.maximum(ag, tl.abs(g - pmax)), ag)
-        bound = tl.where(s < 0, tl.maximum(ag, tl.abs(g - pmin)), bound)
-        bound = tl.where(mask, bound, 0.0)
-        tl.store(OUT + pid * 4 + 0, tl.max(bound, axis=0))
+        # Where the sign flipped, |g - g_prev| = |g| + |g_prev| >= |g|: the flip mass is a lower
+        # bound of ||g - g_prev||_1 computable from the stored signs alone.
+        flip = tl.where(mask, tl.maximum(-s * g, 0.0), 0.0)
+        tl.store(OUT + pid * 4 + 0, tl.sum(flip, axis=0))
         tl.store(OUT + pid * 4 + 2, tl.max(tl.where(mask, g, -float("inf")), axis=0))
         tl.store(OUT + pid * 4 + 3, tl.min(tl.where(mask, g, float("inf")), axis=0))
     else:
@@ -61,12 +59,12 @@ def _update_kernel(
         tl.store(SGN + offs, s.to(tl.int8), mask=mask)
 
 
-def sign_stats_triton(g: torch.Tensor, prev: torch.Tensor, pmax: float, pmin: float) -> torch.Tensor:
+def sign_stats_triton(g: torch.Tensor, prev: torch.Tensor) -> torch.Tensor:
     n = g.numel()
     nblocks = triton.cdiv(n, BLOCK)
     out = torch.empty((nblocks, 4), dtype=torch.float32, device=g.device)
     _stats_kernel[(nblocks,)](
-        g, prev, out, n, float(pmax), float(pmin),
+        g, prev, out, n,
         SIGN_PREV=prev.dtype == torch.int8, BLOCK=BLOCK,
     )
     return out

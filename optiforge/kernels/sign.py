@@ -24,8 +24,6 @@ def _check_flat_pair(name: str, a: torch.Tensor, ref: torch.Tensor) -> None:
 def sign_stats(
     g: torch.Tensor,
     prev: torch.Tensor,
-    prev_max: float = 0.0,
-    prev_min: float = 0.0,
     *,
     backend: str | None = None,
 ) -> torch.Tensor:
@@ -38,8 +36,6 @@ def sign_stats(
     prev : torch.Tensor
         Previous direction, same number of elements: a dense floating tensor (previous gradient
         or momentum), or an ``int8`` tensor of its signs (memory-efficient mode).
-    prev_max, prev_min : float
-        Largest and smallest entry of the previous gradient; only used with ``int8`` signs.
     backend : {"auto", "triton", "torch"}, optional
         Override the backend choice.
 
@@ -47,27 +43,26 @@ def sign_stats(
     -------
     torch.Tensor
         ``float32`` vector of 4 entries. Dense ``prev``: ``[||g - prev||_1, <g, sign(prev)>, 0,
-        0]``. Signs: ``[ub, <g, sign(prev)>, max(g), min(g)]`` where ``ub`` is the smallest
-        upper bound of ``||g - prev_grad||_inf`` that the signs and extrema allow.
+        0]``. Signs: ``[flip, <g, sign(prev)>, max(g), min(g)]`` where ``flip = sum_j
+        max(0, -sign(prev_j) g_j)``, the gradient mass on coordinates whose sign flipped, a
+        lower bound of ``||g - prev_grad||_1`` (there ``|g_j - prev_j| >= |g_j|``).
     """
     _check_flat_pair("prev", prev, g)
     sign_mode = prev.dtype == torch.int8
     if resolve_backend(g, backend) == "triton":
         from ._sign_triton import sign_stats_triton
 
-        part = sign_stats_triton(g.contiguous().view(-1), prev.contiguous().view(-1), prev_max, prev_min)
+        part = sign_stats_triton(g.contiguous().view(-1), prev.contiguous().view(-1))
         if sign_mode:
             return torch.stack(
-                [part[:, 0].max(), part[:, 1].sum(), part[:, 2].max(), part[:, 3].min()]
+                [part[:, 0].sum(), part[:, 1].sum(), part[:, 2].max(), part[:, 3].min()]
             )
         return torch.stack([part[:, 0].sum(), part[:, 1].sum(), part[:, 2].sum(), part[:, 3].sum()])
     gf = g.reshape(-1).float()
     if sign_mode:
         s = prev.reshape(-1).float()
-        ag = gf.abs()
-        bound = torch.where(s > 0, torch.maximum(ag, (gf - prev_max).abs()), ag)
-        bound = torch.where(s < 0, torch.maximum(ag, (gf - prev_min).abs()), bound)
-        return torch.stack([bound.max(), (gf * s).sum(), gf.max(), gf.min()])
+        flip = (-s * gf).clamp_min(0).sum()
+        return torch.stack([flip, (gf * s).sum(), gf.max(), gf.min()])
     pf = prev.reshape(-1).float()
     zero = gf.new_zeros(())
     return torch.stack([(gf - pf).abs().sum(), (gf * pf.sign()).sum(), zero, zero])

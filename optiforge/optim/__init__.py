@@ -1,5 +1,24 @@
-"""Training optimizers usable in any PyTorch training loop."""
+"""Training optimizers usable in any PyTorch training loop.
 
+Public API: :func:`polar_express`, :func:`newton_schulz`, :class:`Muon`, :class:`ALIAS`,
+:class:`EGD`, and the :mod:`~optiforge.optim.lowprec` module (``quantize``, ``Quantized``).
+"""
+
+from . import lowprec
+from .alias import ALIAS, majority_vote
+from .egd import EGD
+from .muon import Muon, muon_param_groups
 from .polar import newton_schulz, polar_express, polar_express_coefficients, svd_polar
 
-__all__ = ["newton_schulz", "polar_express", "polar_express_coefficients", "svd_polar"]
+__all__ = [
+    "ALIAS",
+    "EGD",
+    "Muon",
+    "lowprec",
+    "majority_vote",
+    "muon_param_groups",
+    "newton_schulz",
+    "polar_express",
+    "polar_express_coefficients",
+    "svd_polar",
+]

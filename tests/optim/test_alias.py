@@ -1,0 +1,128 @@
+import pytest
+import torch
+
+from optiforge.optim import ALIAS, majority_vote
+
+VARIANTS = ["standard", "memory_efficient", "momentum"]
+
+
+@pytest.mark.parametrize("variant", VARIANTS)
+def test_loss_decreases_without_a_learning_rate(task, trainer, variant):
+    train, _ = trainer
+    make_model, loss_of = task
+    model = make_model()
+    opt = ALIAS(model.parameters(), variant=variant)
+    losses = train(opt, model, loss_of, 80)
+    assert losses[-1] < 0.5 * losses[0]
+    # The step grew from the tiny probe to a useful size on its own.
+    assert opt.last_step_size[0] > 100 * 1e-6
+
+
+def test_quadratic_converges_close_to_the_tuned_sign_descent():
+    # f(x) = 0.5 sum h_i x_i^2: an L_inf-smooth convex problem.
+    torch.manual_seed(0)
+    h = torch.rand(200) + 0.1
+    x0 = torch.randn(200)
+
+    def run(opt_factory, steps=300):
+        x = torch.nn.Parameter(x0.clone())
+        opt = opt_factory([x])
+        for _ in range(steps):
+            opt.zero_grad()
+            loss = 0.5 * (h * x * x).sum()
+            loss.backward()
+            opt.step()
+        return (0.5 * (h * x * x).sum()).item()
+
+    def sign_sgd(lr):
+        class SignSGD(torch.optim.SGD):
+            @torch.no_grad()
+            def step(self, closure=None):
+                for g in self.param_groups:
+                    for p in g["params"]:
+                        p.add_(p.grad.sign(), alpha=-g["lr"])
+
+        return lambda ps: SignSGD(ps, lr=lr)
+
+    f0 = (0.5 * h * x0 * x0).sum().item()
+    best_tuned = min(run(sign_sgd(lr)) for lr in (1e-1, 3e-2, 1e-2, 3e-3, 1e-3))
+    alias = run(lambda ps: ALIAS(ps))
+    assert alias < 1e-2 * f0
+    assert alias < 10 * best_tuned + 1e-3 * f0
+
+
+def test_memory_efficient_state_is_int8_signs(task, trainer):
+    train, _ = trainer
+    make_model, loss_of = task
+    model = make_model()
+    opt = ALIAS(model.parameters(), variant="memory_efficient")
+    train(opt, model, loss_of, 2)
+    for p in model.parameters():
+        st = opt.state[p]
+        assert set(st) == {"prev_sign"} and st["prev_sign"].dtype == torch.int8
+        assert torch.equal(st["prev_sign"], p.grad.sign().to(torch.int8))
+
+
+@pytest.mark.parametrize("variant", VARIANTS)
+def test_state_dict_roundtrip(task, trainer, variant):
+    _, roundtrip = trainer
+    make_model, loss_of = task
+    roundtrip(lambda m: ALIAS(m.parameters(), variant=variant, weight_decay=1e-3), make_model, loss_of)
+
+
+@pytest.mark.parametrize(
+    "kw,name",
+    [
+        (dict(variant="adam"), "variant"),
+        (dict(beta=1.0), "beta"),
+        (dict(d0=0.0), "d0"),
+        (dict(gamma0=-1.0), "gamma0"),
+        (dict(weight_decay=-1.0), "weight_decay"),
+        (dict(distributed=True), "distributed"),
+    ],
+)
+def test_bad_hyperparameters(kw, name):
+    with pytest.raises(ValueError, match=name):
+        ALIAS([torch.nn.Parameter(torch.zeros(3))], **kw)
+
+
+def test_majority_vote():
+    a = torch.tensor([1.0, -2.0, 3.0, 0.0])
+    b = torch.tensor([2.0, 1.0, -1.0, 0.0])
+    c = torch.tensor([-1.0, -1.0, 5.0, 1.0])
+    assert majority_vote([a, b, c]).tolist() == [1, -1, 1, 1]
+    assert majority_vote([a, b]).tolist() == [1, 0, 0, 0]
+    with pytest.raises(ValueError, match="signs"):
+        majority_vote([])
+
+
+def _worker(rank: int, world: int, init_file: str, out_file: str) -> None:
+    import torch.distributed as dist
+
+    dist.init_process_group("gloo", init_method=f"file://{init_file}", rank=rank, world_size=world)
+    torch.manual_seed(0)
+    target = torch.randn(50)
+    x = torch.nn.Parameter(torch.zeros(50))
+    opt = ALIAS([x], distributed=True)
+    gen = torch.Generator().manual_seed(100 + rank)  # each worker sees different noise
+    for _ in range(20):
+        opt.zero_grad()
+        x.grad = x.detach() - target + 0.5 * torch.randn(50, generator=gen)
+        opt.step()
+    torch.save({"x": x.detach(), "gamma": opt.last_step_size[0]}, f"{out_file}.{rank}")
+    dist.destroy_process_group()
+
+
+@pytest.mark.slow  # spawns three torch processes
+def test_distributed_majority_vote_keeps_workers_identical(tmp_path):
+    import torch.multiprocessing as mp
+
+    world = 3
+    out = str(tmp_path / "res")
+    mp.spawn(_worker, args=(world, str(tmp_path / "init"), out), nprocs=world, join=True)
+    res = [torch.load(f"{out}.{r}") for r in range(world)]
+    for r in res[1:]:
+        assert torch.equal(r["x"], res[0]["x"]) and r["gamma"] == res[0]["gamma"]
+    torch.manual_seed(0)
+    target = torch.randn(50)
+    assert (res[0]["x"] - target).norm() < target.norm()
