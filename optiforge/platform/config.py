@@ -7,6 +7,10 @@ Two environment variables configure everything:
 ``OPTIFORGE_DB``
     SQLAlchemy URL of the store, e.g. ``postgresql+psycopg://user:pw@host:5432/db``
     (default: the SQLite file ``<home>/optiforge.db``). A bare file path is read as SQLite.
+``OPTIFORGE_SQLITE_SYNCHRONOUS``
+    ``NORMAL`` (default) or ``FULL``. With SQLite's WAL journal both survive a killed process
+    (nothing committed is lost); ``FULL`` also survives power loss / an OS crash, at the price
+    of one fsync per commit (see docs/benchmarks/store.md).
 """
 
 from __future__ import annotations
@@ -39,6 +43,20 @@ def database_url() -> str:
     if "://" not in url:
         return f"sqlite:///{Path(url).expanduser().resolve()}"
     return url
+
+
+def sqlite_synchronous() -> str:
+    """SQLite ``PRAGMA synchronous`` level: ``$OPTIFORGE_SQLITE_SYNCHRONOUS`` or ``NORMAL``.
+
+    Raises
+    ------
+    ValueError
+        If the variable holds anything but ``NORMAL`` or ``FULL`` (any case).
+    """
+    value = os.environ.get("OPTIFORGE_SQLITE_SYNCHRONOUS", "").strip().upper() or "NORMAL"
+    if value not in ("NORMAL", "FULL"):
+        raise ValueError(f"OPTIFORGE_SQLITE_SYNCHRONOUS: must be NORMAL or FULL, got {value!r}")
+    return value
 
 
 def artifacts_dir(campaign_id: str) -> Path:

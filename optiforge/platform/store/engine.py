@@ -1,9 +1,10 @@
 """Engine set-up and schema migrations.
 
 SQLite is configured for many processes and threads writing one file: WAL journal (readers
-never block the writer), ``foreign_keys=ON``, a busy timeout, ``synchronous=FULL`` (a commit
-that returned survives power loss, not just a crash), and **write transactions that start with
-``BEGIN IMMEDIATE``**: they take the write lock up front, so a transaction that read first
+never block the writer), ``foreign_keys=ON``, a busy timeout, ``synchronous=NORMAL`` (in WAL
+mode a returned commit survives the process being killed; ``OPTIFORGE_SQLITE_SYNCHRONOUS=FULL``
+makes it survive power loss too, at one fsync per commit), and **write transactions that start
+with ``BEGIN IMMEDIATE``**: they take the write lock up front, so a transaction that read first
 can never fail later with "database is locked" when it tries to upgrade its lock.
 
 Migrations are Alembic revisions shipped inside the package and applied programmatically when a
@@ -21,6 +22,8 @@ from sqlalchemy import Connection, Engine, create_engine, event, text
 from sqlalchemy.engine import make_url
 from sqlalchemy.exc import ArgumentError, NoSuchModuleError
 from sqlalchemy.pool import StaticPool
+
+from optiforge.platform import config
 
 MIGRATIONS_DIR = Path(__file__).with_name("migrations")
 VERSION_TABLE = "optiforge_schema_version"
@@ -60,6 +63,7 @@ def is_memory(engine: Engine) -> bool:
 
 def _sqlite_engine(url: Any) -> Engine:
     database = url.database
+    synchronous = config.sqlite_synchronous()
     memory = database in (None, "", ":memory:")
     if memory:
         # One shared connection: a second connection would see a different, empty database.
@@ -87,7 +91,7 @@ def _sqlite_engine(url: Any) -> Engine:
             cur.execute("PRAGMA journal_mode=WAL")
         cur.execute("PRAGMA foreign_keys=ON")
         cur.execute(f"PRAGMA busy_timeout={BUSY_TIMEOUT_MS}")
-        cur.execute("PRAGMA synchronous=FULL")
+        cur.execute(f"PRAGMA synchronous={synchronous}")
         cur.close()
 
     @event.listens_for(engine, "begin")

@@ -184,6 +184,16 @@ class StudiesMixin(StoreBase):
                 raise ConflictError(f"trial_id: trial {tid} is already finished ({row.state})")
             return _trial(row)
 
+    def get_trial(self, study_id: str, trial_id: int) -> Trial:
+        """One trial of the study; unknown (or in another study) -> NotFoundError."""
+        sid = self._check_id(study_id, "study_id")
+        tid = _check_trial_id(trial_id)
+        with self._read() as s:
+            row = s.get(TrialRow, tid)
+            if row is None or row.study_id != sid:
+                raise NotFoundError(f"trial_id: no trial {tid} in study {sid!r}")
+            return _trial(row)
+
     def trials(self, study_id: str, states: Iterable[str] | None = None) -> list[Trial]:
         """The study's trials by number, optionally only those in ``states``."""
         if isinstance(states, str):

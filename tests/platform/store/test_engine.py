@@ -11,14 +11,25 @@ from store_helpers import make_campaign
 from optiforge.platform.store import CandidateIn, Store
 
 
-def test_sqlite_pragmas(tmp_path) -> None:
+@pytest.mark.parametrize(("env", "level"), [(None, 1), ("full", 2), ("NORMAL", 1)])
+def test_sqlite_pragmas(tmp_path, monkeypatch, env, level) -> None:
+    if env is None:
+        monkeypatch.delenv("OPTIFORGE_SQLITE_SYNCHRONOUS", raising=False)
+    else:
+        monkeypatch.setenv("OPTIFORGE_SQLITE_SYNCHRONOUS", env)
     store = Store(f"sqlite:///{tmp_path / 'p.db'}")
     with store.engine.connect() as conn:
         assert conn.exec_driver_sql("PRAGMA journal_mode").scalar() == "wal"
         assert conn.exec_driver_sql("PRAGMA foreign_keys").scalar() == 1
         assert conn.exec_driver_sql("PRAGMA busy_timeout").scalar() >= 10_000
-        assert conn.exec_driver_sql("PRAGMA synchronous").scalar() == 2  # FULL
+        assert conn.exec_driver_sql("PRAGMA synchronous").scalar() == level  # 1 NORMAL, 2 FULL
     store.close()
+
+
+def test_bad_synchronous_setting_names_the_variable(tmp_path, monkeypatch) -> None:
+    monkeypatch.setenv("OPTIFORGE_SQLITE_SYNCHRONOUS", "off")
+    with pytest.raises(ValueError, match="OPTIFORGE_SQLITE_SYNCHRONOUS"):
+        Store(f"sqlite:///{tmp_path / 'p.db'}")
 
 
 def test_foreign_keys_are_enforced(store: Store) -> None:

@@ -62,6 +62,9 @@ def test_trial_life_cycle(store: Store) -> None:
     assert [t.number for t in store.trials(sid, states=["complete", "failed"])] == [0, 1, 3]
     assert [t.number for t in store.trials(sid)] == [0, 1, 2, 3]
     assert store.get_study(sid).n_trials == 4
+    assert store.get_trial(sid, t0.id) == done
+    with pytest.raises(NotFoundError, match="trial_id"):
+        store.get_trial(_study(store), t0.id)
 
 
 def test_finishing_twice_conflicts_and_keeps_first_value(store: Store) -> None:
