@@ -3,6 +3,10 @@
 #
 #   export OPTIFORGE_TEST_POSTGRES_URL="$(sudo scripts/postgres.sh)"
 #
+# Settings (environment): OPTIFORGE_PG_PORT (5432), OPTIFORGE_PG_USER (optiforge),
+# OPTIFORGE_PG_PASSWORD, OPTIFORGE_PG_DATABASE (optiforge_test), OPTIFORGE_PG_MODE
+# (auto|cluster|pg_ctl), OPTIFORGE_PG_DATA (pg_ctl mode's data folder).
+#
 # Run as root on Debian/Ubuntu. Installs the `postgresql` package if missing (apt-get), starts
 # a cluster listening on 127.0.0.1:$PGPORT, creates the login role $PGUSER (password
 # $PGPASSWORD, CREATEDB so tests can make scratch databases) and the database $PGDATABASE owned
@@ -14,6 +18,8 @@ PGPORT="${OPTIFORGE_PG_PORT:-5432}"
 PGUSER="${OPTIFORGE_PG_USER:-optiforge}"
 PGPASSWORD="${OPTIFORGE_PG_PASSWORD:-optiforge-test-pw}"
 PGDATABASE="${OPTIFORGE_PG_DATABASE:-optiforge_test}"
+# "auto": Debian's pg_ctlcluster when present, else initdb + pg_ctl in $OPTIFORGE_PG_DATA.
+MODE="${OPTIFORGE_PG_MODE:-auto}"
 
 log() { echo "postgres.sh: $*" >&2; }
 die() { log "$*"; exit 2; }
@@ -39,7 +45,12 @@ mkdir -p /var/run/postgresql && chown postgres:postgres /var/run/postgresql
 
 as_postgres() { su postgres -s /bin/sh -c "$*"; }
 
-if command -v pg_ctlcluster >/dev/null; then
+if [ "$MODE" = auto ]; then
+  if command -v pg_ctlcluster >/dev/null; then MODE=cluster; else MODE=pg_ctl; fi
+fi
+[ "$MODE" = cluster ] || [ "$MODE" = pg_ctl ] || die "OPTIFORGE_PG_MODE must be auto, cluster or pg_ctl"
+
+if [ "$MODE" = cluster ]; then
   # Debian's wrapper: one cluster "main" per installed version.
   if ! pg_lsclusters -h | awk -v v="$VERSION" '$1==v && $2=="main"{f=1} END{exit !f}'; then
     log "creating cluster $VERSION/main on port $PGPORT"
