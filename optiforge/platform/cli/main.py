@@ -14,6 +14,9 @@ app = typer.Typer(
     pretty_exceptions_enable=False,
 )
 campaign.register(app)
+from optiforge.platform.cli import study as _study  # noqa: E402
+
+_study.register(app)
 
 
 def main() -> None:
