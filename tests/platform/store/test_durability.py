@@ -122,3 +122,34 @@ def test_writes_are_visible_to_a_new_process_immediately(store: Store, store_url
     out = subprocess.run([sys.executable, "-c", code, store_url, cid], capture_output=True,
                          text=True, env=subprocess_env(), timeout=60, check=True).stdout
     assert out.split() == ["1", "2.0"]
+
+
+def test_racing_writers_of_one_round_exactly_one_wins(store: Store) -> None:
+    import threading
+
+    from optiforge.platform.store import ConflictError
+
+    cid = make_campaign(store)
+    start = threading.Barrier(6)
+    outcomes: list[str] = []
+
+    def write(i: int) -> None:
+        cands = [CandidateIn(f"w{i}-{j}", "e1", "c", valid=True, score=float(j)) for j in range(5)]
+        start.wait()
+        try:
+            store.record_round(cid, 0, cands, [], agent_state={"writer": i})
+            outcomes.append(f"won {i}")
+        except ConflictError:
+            outcomes.append("conflict")
+
+    threads = [threading.Thread(target=write, args=(i,)) for i in range(6)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    winners = [o for o in outcomes if o.startswith("won")]
+    assert len(winners) == 1 and outcomes.count("conflict") == 5
+    w = int(winners[0].split()[1])
+    # Only the winner's round is stored, whole.
+    assert sorted(c.hash for c in store.candidates(cid)) == [f"w{w}-{j}" for j in range(5)]
+    assert store.latest_agent_state(cid) == (0, {"writer": w})
