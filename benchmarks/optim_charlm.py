@@ -1,0 +1,192 @@
+"""Muon (Polar Express / Jordan) vs AdamW, and ALIAS vs tuned sign-SGD vs AdamW, on a small
+character-level transformer trained on the Python standard library's own source files.
+
+Run: ``python benchmarks/optim_charlm.py [--steps 300]``. Prints markdown tables and writes
+docs/img/optim_charlm.png. Data: a fixed list of stdlib modules (bytes as tokens), first 90% for
+training, last 10% for validation; nothing is downloaded. Runs on CUDA when available.
+"""
+
+from __future__ import annotations
+
+import argparse
+import math
+import sysconfig
+import time
+from pathlib import Path
+
+import matplotlib
+
+matplotlib.use("Agg")
+import matplotlib.pyplot as plt  # noqa: E402
+import torch  # noqa: E402
+import torch.nn.functional as F  # noqa: E402
+from torch import nn  # noqa: E402
+
+from optiforge.optim import ALIAS, Muon, muon_param_groups  # noqa: E402
+
+STDLIB_FILES = (
+    "argparse.py", "ast.py", "calendar.py", "collections/__init__.py", "csv.py", "dataclasses.py",
+    "difflib.py", "enum.py", "functools.py", "inspect.py", "json/decoder.py", "json/encoder.py",
+    "pathlib.py", "pprint.py", "shutil.py", "statistics.py", "string.py", "textwrap.py",
+    "threading.py", "typing.py",
+)
+
+
+def load_corpus() -> tuple[torch.Tensor, torch.Tensor]:
+    root = Path(sysconfig.get_paths()["stdlib"])
+    data = b"".join((root / f).read_bytes() for f in STDLIB_FILES if (root / f).exists())
+    t = torch.frombuffer(bytearray(data), dtype=torch.uint8).long()
+    cut = int(0.9 * len(t))
+    return t[:cut], t[cut:]
+
+
+class Block(nn.Module):
+    def __init__(self, d: int, heads: int) -> None:
+        super().__init__()
+        self.heads = heads
+        self.ln1, self.ln2 = nn.LayerNorm(d), nn.LayerNorm(d)
+        self.qkv, self.proj = nn.Linear(d, 3 * d, bias=False), nn.Linear(d, d, bias=False)
+        self.fc, self.out = nn.Linear(d, 4 * d, bias=False), nn.Linear(4 * d, d, bias=False)
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        b, t, d = x.shape
+        q, k, v = self.qkv(self.ln1(x)).view(b, t, 3, self.heads, d // self.heads).permute(2, 0, 3, 1, 4)
+        y = F.scaled_dot_product_attention(q, k, v, is_causal=True).transpose(1, 2).reshape(b, t, d)
+        x = x + self.proj(y)
+        return x + self.out(F.gelu(self.fc(self.ln2(x))))
+
+
+class CharLM(nn.Module):
+    def __init__(self, vocab: int = 256, d: int = 96, layers: int = 2, heads: int = 4, ctx: int = 64) -> None:
+        super().__init__()
+        self.embed = nn.Embedding(vocab, d)
+        self.pos = nn.Parameter(torch.zeros(ctx, d))
+        self.blocks = nn.ModuleList(Block(d, heads) for _ in range(layers))
+        self.ln = nn.LayerNorm(d)
+        self.head = nn.Linear(d, vocab, bias=False)
+
+    def forward(self, idx: torch.Tensor) -> torch.Tensor:
+        x = self.embed(idx) + self.pos[: idx.shape[1]]
+        for blk in self.blocks:
+            x = blk(x)
+        return self.head(self.ln(x))
+
+
+class SignSGD(torch.optim.Optimizer):
+    """Plain sign descent ``x <- x - lr sign(g)`` (the grid-searched baseline)."""
+
+    def __init__(self, params, lr: float) -> None:
+        super().__init__(params, dict(lr=lr))
+
+    @torch.no_grad()
+    def step(self, closure=None):
+        for g in self.param_groups:
+            for p in g["params"]:
+                if p.grad is not None:
+                    p.add_(p.grad.sign(), alpha=-g["lr"])
+
+
+def batches(data: torch.Tensor, n: int, bsz: int, ctx: int, seed: int, device: str):
+    gen = torch.Generator().manual_seed(seed)
+    for _ in range(n):
+        ix = torch.randint(0, len(data) - ctx - 1, (bsz,), generator=gen)
+        x = torch.stack([data[i : i + ctx] for i in ix])
+        y = torch.stack([data[i + 1 : i + ctx + 1] for i in ix])
+        yield x.to(device), y.to(device)
+
+
+@torch.no_grad()
+def evaluate(model: nn.Module, val: torch.Tensor, ctx: int, device: str) -> float:
+    model.eval()
+    losses = [
+        F.cross_entropy(model(x).flatten(0, 1), y.flatten()).item()
+        for x, y in batches(val, 8, 64, ctx, seed=1234, device=device)
+    ]
+    model.train()
+    return sum(losses) / len(losses)
+
+
+def run(name: str, make_opt, train: torch.Tensor, val: torch.Tensor, steps: int, device: str):
+    torch.manual_seed(0)
+    model = CharLM().to(device)
+    opt = make_opt(model)
+    curve = []
+    t0 = time.perf_counter()
+    for i, (x, y) in enumerate(batches(train, steps, 16, 64, seed=0, device=device), 1):
+        loss = F.cross_entropy(model(x).flatten(0, 1), y.flatten())
+        opt.zero_grad(set_to_none=True)
+        loss.backward()
+        opt.step()
+        if not math.isfinite(loss.item()):
+            break
+        if i % max(1, steps // 5) == 0 or i == steps:
+            curve.append((i, evaluate(model, val, 64, device)))
+    final = curve[-1][1] if curve and len(curve) and curve[-1][0] == steps else float("nan")
+    print(f"  {name}: val loss {final:.4f} ({time.perf_counter() - t0:.0f} s)", flush=True)
+    return final, curve
+
+
+def muon(ns: str):
+    def make(model):
+        hidden, rest = muon_param_groups(model, exclude=("embed", "head", "pos"))
+        return Muon(hidden, lr=0.02, ns=ns, adamw_params=rest, adamw_lr=3e-3)
+    return make
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--steps", type=int, default=200)
+    ap.add_argument("--threads", type=int, default=2)
+    args = ap.parse_args()
+    torch.set_num_threads(args.threads)
+    device = "cuda" if torch.cuda.is_available() else "cpu"
+    train, val = load_corpus()
+    print(f"corpus: {len(train)} train / {len(val)} validation bytes; {args.steps} steps, batch 16x64\n")
+    res: dict[str, tuple[float, list]] = {}
+    plan = {
+        "AdamW lr=3e-3": lambda m: torch.optim.AdamW(m.parameters(), lr=3e-3, betas=(0.9, 0.95)),
+        "Muon (polar_express)": muon("polar_express"),
+        "Muon (jordan)": muon("jordan"),
+        "ALIAS (standard)": lambda m: ALIAS(m.parameters()),
+        "ALIAS (momentum)": lambda m: ALIAS(m.parameters(), variant="momentum"),
+        "ALIAS (memory_efficient)": lambda m: ALIAS(m.parameters(), variant="memory_efficient"),
+    }
+    for lr in (3e-4, 1e-3, 3e-3):
+        plan[f"sign-SGD lr={lr:g}"] = lambda m, lr=lr: SignSGD(m.parameters(), lr)
+    for name, make in plan.items():
+        res[name] = run(name, make, train, val, args.steps, device)
+
+    adamw = res["AdamW lr=3e-3"][0]
+    sign_runs = {k: v[0] for k, v in res.items() if k.startswith("sign-SGD") and math.isfinite(v[0])}
+    best_sign_name = min(sign_runs, key=sign_runs.get)
+    best_sign = sign_runs[best_sign_name]
+    print("\n| optimizer | validation loss |\n|---|---|")
+    for name, (final, _) in res.items():
+        print(f"| {name} | {final:.4f} |")
+    pe, jo = res["Muon (polar_express)"][0], res["Muon (jordan)"][0]
+    print(f"\nMuon goal (Polar Express <= Jordan < AdamW {adamw:.4f}): {pe <= jo < adamw}")
+    for v in ("standard", "momentum", "memory_efficient"):
+        a = res[f"ALIAS ({v})"][0]
+        print(f"ALIAS ({v}) vs tuned {best_sign_name} ({best_sign:.4f}): {100 * (a - best_sign) / best_sign:+.2f}% "
+              f"(goal within 5%: {a <= 1.05 * best_sign})")
+
+    fig, axes = plt.subplots(1, 2, figsize=(13, 4.5))
+    for ax, keys in zip(axes, (
+        ["AdamW lr=3e-3", "Muon (polar_express)", "Muon (jordan)"],
+        ["ALIAS (standard)", "ALIAS (momentum)", "ALIAS (memory_efficient)", best_sign_name, "AdamW lr=3e-3"],
+    ), strict=True):
+        for k in keys:
+            c = res[k][1]
+            ax.plot([s for s, _ in c], [v for _, v in c], marker="o", label=k)
+        ax.set_xlabel("step")
+        ax.set_ylabel("validation loss (nats/byte)")
+        ax.grid(alpha=0.3)
+        ax.legend()
+    axes[0].set_title("Muon vs AdamW")
+    axes[1].set_title("ALIAS (no lr) vs grid-searched sign-SGD")
+    fig.tight_layout()
+    fig.savefig("docs/img/optim_charlm.png", dpi=110)
+
+
+if __name__ == "__main__":
+    main()
