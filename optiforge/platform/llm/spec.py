@@ -1,0 +1,184 @@
+"""LLM specs: one string names a backend and its options (CLI flags, campaign configs, API).
+
+Accepted forms::
+
+    smollm2                               bundled SmolLM2-135M-Instruct, NF4 (int4)
+    smollm2:int4 | smollm2:int8 | smollm2:none
+    hf:<id-or-path>[?quantization=int4&adapter=<dir>&device=cuda&dtype=bfloat16&max_batch_size=16]
+    openai:<base_url>#<model>             e.g. openai:http://127.0.0.1:8000/v1#Qwen/Qwen2.5-7B-Instruct
+    vllm:<model>[?tensor_parallel_size=2&...]
+    replay:<path.jsonl>
+"""
+
+from __future__ import annotations
+
+import threading
+from dataclasses import dataclass, field
+from typing import Any
+from urllib.parse import parse_qsl
+
+from optiforge.agents.base import LLM
+from optiforge.platform.llm.bundled import BUNDLED_NAME
+
+SPEC_FORMS = (
+    "smollm2",
+    "smollm2:int4|int8|none",
+    "hf:<id-or-path>[?quantization=int4|int8|none&adapter=<dir>&device=...&dtype=...&max_batch_size=N]",
+    "openai:<base_url>#<model>",
+    "vllm:<model>[?engine_arg=value&...]",
+    "replay:<path.jsonl>",
+)
+_HF_OPTIONS = ("quantization", "adapter", "device", "dtype", "max_batch_size")
+_OPENAI_OPTIONS = ("api_key", "timeout", "max_retries", "backoff", "max_concurrency", "check_model")
+_CACHED_KINDS = ("hf", "vllm")  # heavy to load: one instance per (spec, overrides) per process
+
+_cache: dict[tuple[str, tuple[tuple[str, Any], ...]], LLM] = {}
+_cache_lock = threading.Lock()
+
+
+@dataclass(frozen=True)
+class LLMSpec:
+    """A parsed spec: ``kind`` in {"hf", "openai", "vllm", "replay"}, a target and options."""
+
+    kind: str
+    target: str
+    options: dict[str, Any] = field(default_factory=dict)
+
+
+def _bad(spec: object, why: str) -> ValueError:
+    forms = "; ".join(SPEC_FORMS)
+    return ValueError(f"llm: invalid spec {spec!r} ({why}); accepted forms: {forms}")
+
+
+def _coerce(value: str) -> Any:
+    low = value.lower()
+    if low in ("true", "false"):
+        return low == "true"
+    for cast in (int, float):
+        try:
+            return cast(value)
+        except ValueError:
+            pass
+    return value
+
+
+def parse_spec(spec: str) -> LLMSpec:
+    """Parse an LLM spec string (see module docstring); ValueError naming ``llm`` if malformed."""
+    if not isinstance(spec, str):
+        raise TypeError(f"llm: expected a spec string, got {type(spec).__name__}")
+    s = spec.strip()
+    if not s:
+        raise _bad(spec, "empty")
+    if s == BUNDLED_NAME or s.startswith(BUNDLED_NAME + ":"):
+        quant = s.partition(":")[2] or "int4"
+        if quant not in ("int4", "int8", "none"):
+            raise _bad(spec, f"unknown quantization {quant!r}")
+        return LLMSpec("hf", BUNDLED_NAME, {"quantization": quant})
+    kind, sep, rest = s.partition(":")
+    if not sep or kind not in ("hf", "openai", "vllm", "replay"):
+        raise _bad(spec, f"unknown backend {kind!r}" if sep else "no backend prefix")
+    if not rest:
+        raise _bad(spec, "nothing after the backend prefix")
+    if kind == "openai":
+        base_url, hash_, model = rest.rpartition("#")
+        if not hash_ or not base_url or not model:
+            raise _bad(spec, "openai specs need '#<model>' after the base URL")
+        if not base_url.startswith(("http://", "https://")):
+            raise _bad(spec, f"base URL {base_url!r} is not http(s)")
+        return LLMSpec("openai", base_url, {"model": model})
+    if kind == "replay":
+        return LLMSpec("replay", rest)
+    target, _, query = rest.partition("?")
+    if not target:
+        raise _bad(spec, "no model named")
+    try:
+        options = {k: _coerce(v) for k, v in parse_qsl(query, keep_blank_values=False, strict_parsing=bool(query))}
+    except ValueError:
+        raise _bad(spec, f"malformed options {query!r}") from None
+    if kind == "hf":
+        unknown = sorted(set(options) - set(_HF_OPTIONS))
+        if unknown:
+            raise _bad(spec, f"unknown option(s) {unknown}; hf accepts {list(_HF_OPTIONS)}")
+        if "adapter" in options:
+            options["adapter"] = str(options["adapter"])
+    return LLMSpec(kind, target, options)
+
+
+def from_spec(spec: str, **overrides: Any) -> LLM:
+    """Build (or reuse) the LLM backend a spec names.
+
+    Parameters
+    ----------
+    spec : str
+        See the module docstring, e.g. ``"smollm2"``, ``"hf:Qwen/Qwen2.5-7B-Instruct?quantization=int4"``,
+        ``"openai:http://127.0.0.1:8000/v1#my-model"``.
+    **overrides
+        Constructor arguments that take precedence over the spec's options.
+
+    Returns
+    -------
+    LLM
+        Local models (``smollm2``, ``hf:``, ``vllm:``) are cached per (spec, overrides) in this
+        process: loading is slow, and callers asking for the same spec share one instance
+        (including its loaded adapter). Call :func:`clear_cache` to drop them.
+    """
+    parsed = parse_spec(spec)
+    options = {**parsed.options, **overrides}
+    key = (spec.strip(), tuple(sorted((k, repr(v)) for k, v in overrides.items())))
+    if parsed.kind in _CACHED_KINDS:
+        with _cache_lock:
+            hit = _cache.get(key)
+            if hit is not None:
+                return hit
+            llm = _build(parsed, options)
+            _cache[key] = llm
+            return llm
+    return _build(parsed, options)
+
+
+def _build(parsed: LLMSpec, options: dict[str, Any]) -> LLM:
+    if parsed.kind == "hf":
+        from optiforge.platform.llm.transformers_backend import TransformersLLM
+
+        unknown = sorted(set(options) - set(_HF_OPTIONS))
+        if unknown:
+            raise TypeError(f"llm: unknown option(s) {unknown} for a transformers model; accepted: {list(_HF_OPTIONS)}")
+        return TransformersLLM(parsed.target, **options)
+    if parsed.kind == "openai":
+        from optiforge.platform.llm.openai_backend import OpenAILLM
+
+        unknown = sorted(set(options) - set(_OPENAI_OPTIONS) - {"model"})
+        if unknown:
+            raise TypeError(f"llm: unknown option(s) {unknown} for an OpenAI server; accepted: {list(_OPENAI_OPTIONS)}")
+        return OpenAILLM(parsed.target, **options)
+    if parsed.kind == "vllm":
+        from optiforge.platform.llm.vllm_backend import VLLMLLM
+
+        return VLLMLLM(parsed.target, **options)
+    from optiforge.platform.llm.replay import ReplayLLM
+
+    if options:
+        raise TypeError(f"llm: replay specs take no options, got {sorted(options)}")
+    return ReplayLLM(parsed.target)
+
+
+def describe(spec: str) -> str:
+    """A one-line, secret-free description of a spec for logs (validates it too)."""
+    p = parse_spec(spec)
+    if p.kind == "hf" and p.target == BUNDLED_NAME:
+        return f"bundled SmolLM2-135M-Instruct via transformers ({p.options['quantization']})"
+    if p.kind == "hf":
+        opts = ", ".join(f"{k}={v}" for k, v in sorted(p.options.items()))
+        return f"transformers model {p.target!r} (quantization={p.options.get('quantization', 'int4')}" + (
+            f", {opts})" if opts else ")")
+    if p.kind == "openai":
+        return f"OpenAI-compatible server {p.target} model {p.options['model']!r}"
+    if p.kind == "vllm":
+        return f"in-process vLLM model {p.target!r}"
+    return f"replayed responses from {p.target}"
+
+
+def clear_cache() -> None:
+    """Forget the cached local models (their memory is freed once no one else holds them)."""
+    with _cache_lock:
+        _cache.clear()

@@ -1,0 +1,275 @@
+"""Local generation with Hugging Face transformers, optionally 4-/8-bit via bitsandbytes, with LoRA."""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import threading
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any
+
+from optiforge.platform.llm._common import chat_messages, check_generate_args
+from optiforge.platform.llm.bundled import BUNDLED_NAME, bundled_checkpoint_dir
+from optiforge.types import Completion
+
+QUANTIZATIONS = ("int4", "int8", "none")
+_DTYPES = ("auto", "float32", "bfloat16", "float16")
+
+
+class TransformersLLM:
+    """An :class:`~optiforge.agents.base.LLM` backed by a local transformers causal LM.
+
+    All ``len(prompts) * n`` samples are generated together with left padding (in chunks of
+    ``max_batch_size`` sequences); generation stops at the tokenizer's EOS / end-of-turn token.
+
+    Parameters
+    ----------
+    model : str
+        ``"smollm2"`` (the bundled SmolLM2-135M-Instruct), a Hugging Face model id, or a local
+        checkpoint directory. Local paths and the bundled model never touch the network.
+    quantization : {"int4", "int8", "none"}
+        ``"int4"``: NF4 weights (bitsandbytes ``Linear4bit``, double quantisation);
+        ``"int8"``: LLM.int8 (``Linear8bitLt``); ``"none"``: full precision.
+    adapter : str, optional
+        A PEFT LoRA adapter directory to load on top of the base model.
+    device : {"auto", "cpu", "cuda", "cuda:N"}
+        ``"auto"`` picks the first CUDA device when present, else the CPU.
+    dtype : {"auto", "float32", "bfloat16", "float16"}
+        Weight / compute dtype of the non-quantised parts. ``"auto"``: float32 on CPU,
+        bfloat16 on CUDA.
+    max_batch_size : int
+        Most sequences decoded together in one ``model.generate`` call.
+
+    References
+    ----------
+    Dettmers et al., "QLoRA: Efficient Finetuning of Quantized LLMs", NeurIPS 2023 (NF4).
+    Hu et al., "LoRA: Low-Rank Adaptation of Large Language Models", ICLR 2022.
+    """
+
+    trainable = True
+    """The RL loop may train ``.model`` (a PEFT model once an adapter is loaded)."""
+
+    def __init__(
+        self,
+        model: str = BUNDLED_NAME,
+        quantization: str = "int4",
+        adapter: str | None = None,
+        device: str = "auto",
+        dtype: str = "auto",
+        max_batch_size: int = 32,
+    ) -> None:
+        if not isinstance(model, str) or not model.strip():
+            raise TypeError("model: expected a non-empty string (HF id, local path or 'smollm2')")
+        if quantization not in QUANTIZATIONS:
+            raise ValueError(f"quantization: expected one of {QUANTIZATIONS}, got {quantization!r}")
+        if dtype not in _DTYPES:
+            raise ValueError(f"dtype: expected one of {_DTYPES}, got {dtype!r}")
+        if isinstance(max_batch_size, bool) or not isinstance(max_batch_size, int) or max_batch_size < 1:
+            raise ValueError(f"max_batch_size: expected an int >= 1, got {max_batch_size!r}")
+        if not isinstance(device, str) or not (device in ("auto", "cpu") or device.startswith("cuda")):
+            raise ValueError(f"device: expected 'auto', 'cpu' or 'cuda[:N]', got {device!r}")
+
+        import torch
+
+        self.name = model
+        self.quantization = quantization
+        self.max_batch_size = max_batch_size
+        if device == "auto":
+            device = "cuda:0" if torch.cuda.is_available() else "cpu"
+        if device.startswith("cuda") and not torch.cuda.is_available():
+            raise ValueError(f"device: {device!r} requested but CUDA is not available")
+        self.device = torch.device(device)
+        if dtype == "auto":
+            dtype = "float32" if self.device.type == "cpu" else "bfloat16"
+        self.dtype = getattr(torch, dtype)
+        self._lock = threading.RLock()
+        self._adapter_versions = 0
+        self.adapter: str | None = None
+
+        source, local = self._resolve_source(model)
+        self.tokenizer = self._load_tokenizer(source, local)
+        self.model = self._load_model(source, local)
+        self.model.eval()
+        self._eos_ids = self._collect_eos_ids()
+        if adapter is not None:
+            self.load_adapter(adapter)
+
+    # -- loading -------------------------------------------------------------------------
+    @staticmethod
+    def _resolve_source(model: str) -> tuple[str, bool]:
+        if model == BUNDLED_NAME:
+            return str(bundled_checkpoint_dir()), True
+        path = Path(model).expanduser()
+        if path.exists():
+            if not (path / "config.json").exists():
+                raise ValueError(f"model: {model!r} is a path but has no config.json (not a checkpoint)")
+            return str(path), True
+        if model.startswith((".", "/", "~")):
+            raise FileNotFoundError(f"model: no checkpoint directory at {model!r}")
+        return model, os.environ.get("HF_HUB_OFFLINE", "") not in ("", "0")
+
+    def _load_tokenizer(self, source: str, local: bool) -> Any:
+        from transformers import AutoTokenizer
+
+        tok = AutoTokenizer.from_pretrained(source, local_files_only=local)
+        if tok.pad_token is None:
+            # Padding positions are masked out, so any existing token id is safe to pad with.
+            tok.pad_token = tok.eos_token
+        tok.padding_side = "left"  # decoder-only generation appends after the last real token
+        return tok
+
+    def _load_model(self, source: str, local: bool) -> Any:
+        import torch
+        from transformers import AutoModelForCausalLM, BitsAndBytesConfig
+
+        kwargs: dict[str, Any] = {"dtype": self.dtype, "local_files_only": local}
+        if self.quantization == "int4":
+            kwargs["quantization_config"] = BitsAndBytesConfig(
+                load_in_4bit=True,
+                bnb_4bit_quant_type="nf4",
+                bnb_4bit_use_double_quant=True,
+                bnb_4bit_compute_dtype=self.dtype,
+            )
+        elif self.quantization == "int8":
+            kwargs["quantization_config"] = BitsAndBytesConfig(load_in_8bit=True)
+        if self.device.type == "cuda":
+            kwargs["device_map"] = {"": self.device.index or 0}
+        model = AutoModelForCausalLM.from_pretrained(source, **kwargs)
+        if self.device.type == "cpu" and self.quantization == "none":
+            model = model.to(torch.device("cpu"))
+        return model
+
+    def _collect_eos_ids(self) -> list[int]:
+        ids: set[int] = set()
+        if self.tokenizer.eos_token_id is not None:
+            ids.add(int(self.tokenizer.eos_token_id))
+        gen_eos = getattr(self.model.generation_config, "eos_token_id", None)
+        if isinstance(gen_eos, int):
+            ids.add(gen_eos)
+        elif gen_eos:
+            ids.update(int(i) for i in gen_eos)
+        if not ids:
+            raise ValueError(f"model: {self.name!r} defines no end-of-sequence token")
+        return sorted(ids)
+
+    # -- adapters ------------------------------------------------------------------------
+    def load_adapter(self, path: str | os.PathLike[str]) -> str:
+        """Switch generation to the LoRA adapter saved at ``path`` (a PEFT adapter directory).
+
+        The previous adapter (if any) is dropped, so repeated loads of new versions (as the RL
+        loop does) do not accumulate memory. Returns the internal adapter name.
+        """
+        from peft import PeftModel
+
+        p = Path(path).expanduser()
+        if not (p / "adapter_config.json").exists():
+            raise FileNotFoundError(f"adapter: no adapter_config.json in {str(path)!r}")
+        with self._lock:
+            self._adapter_versions += 1
+            name = f"v{self._adapter_versions}"
+            if isinstance(self.model, PeftModel):
+                old = self.model.active_adapter
+                self.model.load_adapter(str(p), adapter_name=name, is_trainable=False)
+                self.model.set_adapter(name)
+                if old != name:
+                    self.model.delete_adapter(old)
+            else:
+                self.model = PeftModel.from_pretrained(self.model, str(p), adapter_name=name, is_trainable=False)
+            self.model.eval()
+            self.adapter = str(p)
+        return name
+
+    # -- prompting -----------------------------------------------------------------------
+    def format_prompt(self, prompt: str, system: str | None = None) -> str:
+        """The exact text fed to the model for ``prompt`` (chat template when the tokenizer has one)."""
+        if getattr(self.tokenizer, "chat_template", None):
+            return self.tokenizer.apply_chat_template(
+                chat_messages(prompt, system), tokenize=False, add_generation_prompt=True
+            )
+        return f"{system}\n\n{prompt}" if system else prompt
+
+    @property
+    def _template_has_special_tokens(self) -> bool:
+        return bool(getattr(self.tokenizer, "chat_template", None))
+
+    # -- generation ----------------------------------------------------------------------
+    def generate(
+        self,
+        prompts: Sequence[str],
+        n: int = 1,
+        *,
+        max_new_tokens: int = 256,
+        temperature: float = 0.8,
+        top_p: float = 1.0,
+        seed: int | None = None,
+        system: str | None = None,
+    ) -> list[list[Completion]]:
+        """Sample ``n`` completions for each prompt (see :class:`~optiforge.agents.base.LLM`).
+
+        ``temperature == 0`` decodes greedily; otherwise plain temperature / nucleus sampling
+        (no top-k). With ``seed`` the samples are reproducible for the same call (same prompts,
+        ``n`` and ``max_batch_size``); the process-wide torch RNG is left untouched.
+        """
+        prompts = check_generate_args(prompts, n, max_new_tokens, temperature, top_p, seed, system)
+        if not prompts:
+            return []
+        import torch
+
+        texts = [self.format_prompt(p, system) for p in prompts for _ in range(n)]
+        flat: list[Completion] = []
+        with self._lock, torch.no_grad(), _seeded(seed, self.device):
+            for start in range(0, len(texts), self.max_batch_size):
+                flat.extend(self._generate_chunk(texts[start : start + self.max_batch_size],
+                                                 max_new_tokens, temperature, top_p))
+        return [flat[i * n : (i + 1) * n] for i in range(len(prompts))]
+
+    def _generate_chunk(self, texts: list[str], max_new_tokens: int, temperature: float,
+                        top_p: float) -> list[Completion]:
+        enc = self.tokenizer(
+            texts, return_tensors="pt", padding=True,
+            add_special_tokens=not self._template_has_special_tokens,
+        ).to(self.device)
+        kwargs: dict[str, Any] = {
+            "max_new_tokens": max_new_tokens,
+            "eos_token_id": self._eos_ids,
+            "pad_token_id": self.tokenizer.pad_token_id,
+        }
+        if temperature == 0:
+            kwargs.update(do_sample=False, temperature=None, top_p=None, top_k=None)
+        else:
+            kwargs.update(do_sample=True, temperature=float(temperature), top_p=float(top_p), top_k=0)
+        out = self.model.generate(**enc, **kwargs)
+        new_tokens = out[:, enc["input_ids"].shape[1]:].tolist()
+        prompt_lens = enc["attention_mask"].sum(dim=1).tolist()
+        eos = set(self._eos_ids)
+        results = []
+        for row, plen in zip(new_tokens, prompt_lens, strict=True):
+            cut = next((k for k, tok in enumerate(row) if tok in eos), None)
+            body = row if cut is None else row[:cut]
+            results.append(Completion(
+                text=self.tokenizer.decode(body, skip_special_tokens=True),
+                prompt_tokens=int(plen),
+                # The EOS token was generated too, so it counts (as servers count it).
+                completion_tokens=len(row) if cut is None else cut + 1,
+                finish_reason="length" if cut is None else "stop",
+            ))
+        return results
+
+    def __repr__(self) -> str:
+        return (f"TransformersLLM(model={self.name!r}, quantization={self.quantization!r}, "
+                f"device={str(self.device)!r}, adapter={self.adapter!r})")
+
+
+@contextlib.contextmanager
+def _seeded(seed: int | None, device: Any):
+    """Seed torch for one call without disturbing the caller's RNG streams."""
+    import torch
+
+    if seed is None:
+        yield
+        return
+    devices = [device] if device.type == "cuda" else []
+    with torch.random.fork_rng(devices=devices):
+        torch.manual_seed(seed)
+        yield

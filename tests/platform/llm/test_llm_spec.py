@@ -1,0 +1,72 @@
+"""Spec parsing, describe(), and the vLLM backend's error path (vllm is not installed here)."""
+
+from __future__ import annotations
+
+import importlib.util
+
+import pytest
+
+from optiforge.platform.llm import LLMSpec, describe, from_spec, parse_spec
+
+
+@pytest.mark.parametrize(
+    ("spec", "expected"),
+    [
+        ("smollm2", LLMSpec("hf", "smollm2", {"quantization": "int4"})),
+        ("smollm2:none", LLMSpec("hf", "smollm2", {"quantization": "none"})),
+        ("smollm2:int8", LLMSpec("hf", "smollm2", {"quantization": "int8"})),
+        ("hf:Qwen/Qwen2.5-7B-Instruct", LLMSpec("hf", "Qwen/Qwen2.5-7B-Instruct", {})),
+        (
+            "hf:/models/x?quantization=int8&adapter=/ad/v3&max_batch_size=16&device=cuda:1",
+            LLMSpec("hf", "/models/x", {"quantization": "int8", "adapter": "/ad/v3",
+                                        "max_batch_size": 16, "device": "cuda:1"}),
+        ),
+        ("openai:http://127.0.0.1:8000/v1#Qwen/Qwen2.5-7B", LLMSpec("openai", "http://127.0.0.1:8000/v1",
+                                                                    {"model": "Qwen/Qwen2.5-7B"})),
+        ("vllm:meta-llama/Llama-3.1-8B-Instruct?tensor_parallel_size=2&gpu_memory_utilization=0.8",
+         LLMSpec("vllm", "meta-llama/Llama-3.1-8B-Instruct",
+                 {"tensor_parallel_size": 2, "gpu_memory_utilization": 0.8})),
+        ("replay:/tmp/a b.jsonl", LLMSpec("replay", "/tmp/a b.jsonl")),
+    ],
+)
+def test_parse_valid_specs(spec, expected):
+    assert parse_spec(spec) == expected
+
+
+@pytest.mark.parametrize(
+    "spec",
+    ["", "gpt4", "smollm2:int3", "hf:", "foo:bar", "openai:http://x/v1", "openai:ftp://x#m",
+     "openai:#model", "hf:x?quantization", "hf:x?bogus=1", "vllm:?a=1"],
+)
+def test_malformed_specs_name_llm_and_list_forms(spec):
+    with pytest.raises(ValueError, match=r"^llm: invalid spec") as err:
+        parse_spec(spec)
+    assert "openai:<base_url>#<model>" in str(err.value) and "replay:<path.jsonl>" in str(err.value)
+
+
+def test_non_string_spec():
+    with pytest.raises(TypeError, match="^llm:"):
+        parse_spec(None)  # type: ignore[arg-type]
+
+
+def test_describe_is_readable_and_secret_free():
+    assert "NF4" in describe("smollm2").upper() or "int4" in describe("smollm2")
+    assert describe("openai:http://h:1/v1#m") == "OpenAI-compatible server http://h:1/v1 model 'm'"
+    assert "quantization=int8" in describe("hf:org/m?quantization=int8")
+    with pytest.raises(ValueError, match="^llm:"):
+        describe("nope")
+
+
+def test_unknown_override_is_a_type_error(tmp_path):
+    with pytest.raises(TypeError, match="^llm: unknown option"):
+        from_spec("openai:http://127.0.0.1:9/v1#m", temperature=3)
+    with pytest.raises(TypeError, match="^llm: replay specs take no options"):
+        p = tmp_path / "r.jsonl"
+        p.write_text('{"text": "x"}\n')
+        from_spec(f"replay:{p}", foo=1)
+
+
+@pytest.mark.skipif(importlib.util.find_spec("vllm") is not None, reason="vllm is installed")
+def test_vllm_missing_gives_install_hint():
+    with pytest.raises(ImportError, match=r"pip install optiforge\[vllm\]"):
+        from_spec("vllm:meta-llama/Llama-3.1-8B-Instruct")
