@@ -57,7 +57,7 @@ class Block(nn.Module):
 
 
 class CharLM(nn.Module):
-    def __init__(self, vocab: int = 256, d: int = 96, layers: int = 2, heads: int = 4, ctx: int = 64) -> None:
+    def __init__(self, vocab: int = 256, d: int = 64, layers: int = 2, heads: int = 4, ctx: int = 64) -> None:
         super().__init__()
         self.embed = nn.Embedding(vocab, d)
         self.pos = nn.Parameter(torch.zeros(ctx, d))
@@ -135,7 +135,7 @@ def muon(ns: str):
 
 def main() -> None:
     ap = argparse.ArgumentParser()
-    ap.add_argument("--steps", type=int, default=200)
+    ap.add_argument("--steps", type=int, default=150)
     ap.add_argument("--threads", type=int, default=2)
     args = ap.parse_args()
     torch.set_num_threads(args.threads)
