@@ -218,7 +218,7 @@ class TransformersLLM:
 
         texts = [self.format_prompt(p, system) for p in prompts for _ in range(n)]
         flat: list[Completion] = []
-        with self._lock, torch.no_grad(), _seeded(seed, self.device):
+        with self._lock, torch.no_grad(), _seeded(seed, self.device), _eval_mode(self.model):
             for start in range(0, len(texts), self.max_batch_size):
                 flat.extend(self._generate_chunk(texts[start : start + self.max_batch_size],
                                                  max_new_tokens, temperature, top_p))
@@ -273,3 +273,15 @@ def _seeded(seed: int | None, device: Any):
     with torch.random.fork_rng(devices=devices):
         torch.manual_seed(seed)
         yield
+
+
+@contextlib.contextmanager
+def _eval_mode(model: Any):
+    """Decode without dropout even if a trainer left the model in train mode; restore after."""
+    was_training = model.training
+    model.eval()
+    try:
+        yield
+    finally:
+        if was_training:
+            model.train()

@@ -23,6 +23,7 @@ def _save_adapter(base_model, path, seed: int) -> None:
 
 
 def _logits(llm, prompt: str) -> torch.Tensor:
+    llm.model.eval()
     enc = llm.tokenizer(llm.format_prompt(prompt), return_tensors="pt", add_special_tokens=False)
     with torch.no_grad():
         return llm.model(**enc).logits[0, -1].float()
@@ -33,22 +34,21 @@ def test_load_adapter_changes_outputs_and_switches_versions(tmp_path):
 
     llm = TransformersLLM("smollm2", quantization="int4")
     prompt = "Write a Python function that adds two numbers."
+    # Adapters are created on the bundled NF4 model itself, as the RL loop does.
+    _save_adapter(llm.model, tmp_path / "a1", seed=1)
+    _save_adapter(llm.model, tmp_path / "a2", seed=2)
     base = _logits(llm, prompt)
     base_text = llm.generate([prompt], max_new_tokens=8, temperature=0)[0][0].text
 
-    _save_adapter(llm.model, tmp_path / "a1", seed=1)
-    assert torch.allclose(_logits(llm, prompt), base)  # saving left the base model as it was
-    _save_adapter(llm.model, tmp_path / "a2", seed=2)
-
     assert llm.load_adapter(tmp_path / "a1") == "v1"
     l1 = _logits(llm, prompt)
-    assert not torch.allclose(l1, base, atol=1e-3)
+    assert (l1 - base).abs().max() > 0.5
     t1 = llm.generate([prompt], max_new_tokens=8, temperature=0)[0][0].text
     assert t1 != base_text
 
     assert llm.load_adapter(tmp_path / "a2") == "v2"
     l2 = _logits(llm, prompt)
-    assert not torch.allclose(l2, l1, atol=1e-3)
+    assert (l2 - l1).abs().max() > 0.5
     assert list(llm.model.peft_config) == ["v2"]  # the previous version was dropped
     assert llm.adapter == str(tmp_path / "a2")
 

@@ -78,6 +78,20 @@ def test_stops_at_end_of_turn(bundled_int4):
     assert "<|im_end|>" not in c.text
 
 
+def test_generate_runs_in_eval_mode_and_restores_train_mode(bundled_int4):
+    model = bundled_int4.model
+    seen: list[bool] = []
+    handle = model.register_forward_pre_hook(lambda mod, args: seen.append(mod.training))
+    model.train()  # as an RL trainer might leave it
+    try:
+        bundled_int4.generate(PROMPTS[:1], max_new_tokens=2, temperature=0)
+        assert seen and not any(seen)
+        assert model.training
+    finally:
+        handle.remove()
+        model.eval()
+
+
 def test_format_prompt_uses_chat_template_with_system(bundled_int4):
     s = bundled_int4.format_prompt("hello there", system="be brief")
     assert s.startswith("<|im_start|>system\nbe brief<|im_end|>")

@@ -1,0 +1,202 @@
+"""Local generation throughput of the bundled SmolLM2-135M-Instruct on this machine.
+
+Measures completion tokens per second through the public ``LLM.generate`` API at batch 1 and
+batch 8 (8 distinct prompts, one sample each, sampling at temperature 0.8 with a fixed seed),
+for NF4 (bitsandbytes ``Linear4bit``) and unquantised fp32 weights, plus load time and the
+model's memory footprint. With ``--llama-server`` it also measures the same workload through
+:class:`OpenAILLM` against llama.cpp serving the bundled Q4_1 GGUF (8 concurrent requests).
+
+Writes docs/benchmarks/llm.md and docs/img/llm_throughput.png.
+
+Usage: python benchmarks/llm_throughput.py [--tokens 48] [--repeats 2] [--llama-server] [--no-plot]
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import platform
+import socket
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+os.environ.setdefault("HF_HUB_OFFLINE", "1")
+
+ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT))  # run from a checkout without installing the package
+PROMPTS = [
+    "Write a Python function that returns the n-th Fibonacci number.",
+    "Explain what a hash table is in two sentences.",
+    "Write a Python function that checks whether a string is a palindrome.",
+    "List three uses of linear programming.",
+    "Write a Python function that sorts a list of tuples by their second element.",
+    "What is the difference between a list and a tuple in Python?",
+    "Write a bin-packing heuristic in Python that scores bins by remaining capacity.",
+    "Describe the travelling salesman problem briefly.",
+]
+
+
+def measure(llm, batch: int, tokens: int, repeats: int) -> tuple[float, int]:
+    """Best-of-``repeats`` completion tokens/s for ``batch`` prompts; returns (tok/s, tokens)."""
+    best, count = 0.0, 0
+    llm.generate(PROMPTS[:1], max_new_tokens=4, seed=0)  # warm-up (weight packing, allocator)
+    for r in range(repeats):
+        t0 = time.perf_counter()
+        out = llm.generate(PROMPTS[:batch], n=1, max_new_tokens=tokens, temperature=0.8, seed=r)
+        dt = time.perf_counter() - t0
+        n = sum(c.completion_tokens for row in out for c in row)
+        if n / dt > best:
+            best, count = n / dt, n
+    return best, count
+
+
+def local_rows(tokens: int, repeats: int) -> list[dict]:
+    from optiforge.platform.llm import TransformersLLM, bundled_checkpoint_dir
+
+    bundled_checkpoint_dir()  # one-off GGUF conversion is not part of the load time
+    rows = []
+    for quant in ("int4", "none"):
+        t0 = time.perf_counter()
+        llm = TransformersLLM("smollm2", quantization=quant)
+        load = time.perf_counter() - t0
+        mb = llm.model.get_memory_footprint() / 1e6
+        for batch in (1, 8):
+            tps, n = measure(llm, batch, tokens, repeats)
+            rows.append({"backend": f"transformers {'NF4' if quant == 'int4' else 'fp32'}", "batch": batch,
+                         "tok_s": tps, "tokens": n, "load_s": load, "mem_mb": mb})
+            print(rows[-1], flush=True)
+        del llm
+    return rows
+
+
+def server_rows(tokens: int, repeats: int) -> list[dict]:
+    import httpx
+
+    from optiforge.platform.llm import OpenAILLM, bundled_gguf_path
+
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        port = s.getsockname()[1]
+    t0 = time.perf_counter()
+    proc = subprocess.Popen([sys.executable, "-m", "llama_cpp.server", "--model", str(bundled_gguf_path()),
+                             "--model_alias", "smollm2", "--host", "127.0.0.1", "--port", str(port),
+                             "--n_ctx", "2048", "--verbose", "false"],
+                            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    base = f"http://127.0.0.1:{port}/v1"
+    try:
+        while True:
+            try:
+                if httpx.get(f"{base}/models", timeout=2).status_code == 200:
+                    break
+            except httpx.TransportError:
+                time.sleep(0.5)
+        load = time.perf_counter() - t0
+        llm = OpenAILLM(base, "smollm2")
+        rows = []
+        for batch in (1, 8):
+            tps, n = measure(llm, batch, tokens, repeats)
+            rows.append({"backend": "llama.cpp server Q4_1 (OpenAILLM)", "batch": batch, "tok_s": tps,
+                         "tokens": n, "load_s": load, "mem_mb": bundled_gguf_path().stat().st_size / 1e6})
+            print(rows[-1], flush=True)
+        return rows
+    finally:
+        proc.terminate()
+        proc.wait(timeout=30)
+
+
+def machine() -> str:
+    import torch
+
+    cpu = platform.processor() or platform.machine()
+    try:
+        for line in Path("/proc/cpuinfo").read_text().splitlines():
+            if line.startswith("model name"):
+                cpu = line.split(":", 1)[1].strip()
+                break
+    except OSError:
+        pass
+    mem = os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES") / 2**30
+    return (f"{os.cpu_count()} CPU cores ({cpu}), {mem:.0f} GiB RAM, no GPU; torch {torch.__version__}, "
+            f"{torch.get_num_threads()} threads")
+
+
+def write_report(rows: list[dict], tokens: int, repeats: int, load_avg: tuple[float, float]) -> Path:
+    lines = [
+        "## LLM backends: local generation throughput (bundled SmolLM2-135M-Instruct)",
+        "",
+        f"Machine: {machine()}. `python benchmarks/llm_throughput.py` — up to {tokens} new tokens per "
+        f"prompt, temperature 0.8, best of {repeats}; tokens/s counts completion tokens actually produced "
+        f"(sequences that hit EOS early stop counting). Load average during the run: "
+        f"{load_avg[0]:.1f} → {load_avg[1]:.1f} (the 2 cores were shared with other jobs, so absolute "
+        "numbers are pessimistic; ratios are the point).",
+        "",
+        "| backend | batch | tokens/s | tokens | load s | memory MB |",
+        "|---|---:|---:|---:|---:|---:|",
+    ]
+    for r in rows:
+        lines.append(f"| {r['backend']} | {r['batch']} | {r['tok_s']:.1f} | {r['tokens']} | "
+                     f"{r['load_s']:.1f} | {r['mem_mb']:.0f} |")
+    lines += [
+        "",
+        "- NF4 cuts the weights' memory ~3x (Linear4bit projections; embeddings and norms stay fp32).",
+        "- On CPU, bitsandbytes' NF4 matmul is slower than fp32 GEMM for this small model: 4-bit is a "
+        "memory saving here, not a speed-up. On a GPU (QLoRA's setting) NF4 is the way to fit a 7B "
+        "model; on CPU a GGUF model served by llama.cpp is the fast path.",
+        "- Batch 8 raises throughput over batch 1 for every backend: the decoder weights are read "
+        "once per step for all sequences.",
+        "",
+        "![throughput](../img/llm_throughput.png)",
+        "",
+    ]
+    out = ROOT / "docs" / "benchmarks" / "llm.md"
+    out.parent.mkdir(parents=True, exist_ok=True)
+    out.write_text("\n".join(lines), encoding="utf-8")
+    return out
+
+
+def plot(rows: list[dict]) -> Path:
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    backends = list(dict.fromkeys(r["backend"] for r in rows))
+    fig, ax = plt.subplots(figsize=(7, 3.5))
+    width = 0.38
+    for k, batch in enumerate((1, 8)):
+        vals = [next((r["tok_s"] for r in rows if r["backend"] == b and r["batch"] == batch), 0) for b in backends]
+        ax.bar([i + (k - 0.5) * width for i in range(len(backends))], vals, width, label=f"batch {batch}")
+    ax.set_xticks(range(len(backends)), backends, fontsize=8)
+    ax.set_ylabel("completion tokens / s")
+    ax.set_title("SmolLM2-135M generation on 2 CPU cores")
+    ax.legend()
+    fig.tight_layout()
+    out = ROOT / "docs" / "img" / "llm_throughput.png"
+    out.parent.mkdir(parents=True, exist_ok=True)
+    fig.savefig(out, dpi=120)
+    return out
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--tokens", type=int, default=48)
+    ap.add_argument("--repeats", type=int, default=2)
+    ap.add_argument("--llama-server", action="store_true", help="also measure llama.cpp via OpenAILLM")
+    ap.add_argument("--no-plot", action="store_true")
+    args = ap.parse_args()
+    if args.tokens < 1 or args.repeats < 1:
+        print("error: --tokens and --repeats must be >= 1", file=sys.stderr)
+        sys.exit(2)
+    start_load = os.getloadavg()[0]
+    rows = local_rows(args.tokens, args.repeats)
+    if args.llama_server:
+        rows += server_rows(args.tokens, args.repeats)
+    print(f"wrote {write_report(rows, args.tokens, args.repeats, (start_load, os.getloadavg()[0]))}")
+    if not args.no_plot:
+        print(f"wrote {plot(rows)}")
+
+
+if __name__ == "__main__":
+    main()
