@@ -81,7 +81,7 @@ class EvolutionCampaign:
         cfg = dict(self.campaign.config.get("agent", {}))
         self.rl_every = int(self.campaign.config.get("rl_every", 2))
         self.test_split = str(self.campaign.config.get("test_split", "test"))
-        self.agent = EvolutionAgent(self.task, llm, EvolutionConfig(**cfg), seed=self.campaign.seed)
+        self.agent = EvolutionAgent(self.task, llm, EvolutionConfig.from_dict(cfg), seed=self.campaign.seed)
         # Evaluations by program hash: duplicates are never re-run, and a resumed campaign
         # reuses what was stored before the kill.
         self._known: dict[str, Evaluation] = {}
@@ -226,7 +226,7 @@ class EvolutionCampaign:
                 evals = self._evaluate(proposal.programs)
                 rewards = self.agent.observe(proposal, evals)
                 if self.learner is not None and proposal.completions:
-                    prompt = self.learner.format_prompt(proposal.prompt)
+                    prompt = self.llm.format_prompt(proposal.prompt, self.agent.config.system)
                     self._pending_groups.append(
                         (prompt, [c.text for c in proposal.completions], list(rewards))
                     )
