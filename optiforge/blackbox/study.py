@@ -174,25 +174,39 @@ class Study:
             llm = from_spec(cfg.llm)
         return HOLLMAgent(self.space, cfg, llm=llm if wants_llm else None, seed=self._seed)
 
-    def _sync(self) -> list[Trial]:
-        """Bring the in-memory agent up to date with the stored trials."""
-        trials = [_trial(t) for t in self._store.trials(self.id)]
+    def _apply(self, t: Trial) -> None:
+        """Feed one stored trial's current state to the agent (idempotent)."""
+        if self._agent is None or self._applied.get(t.id) == t.state:
+            return
+        if t.state in ("running", "waiting"):
+            self._agent.add_pending(t.params)
+        elif t.state == "complete":
+            sign = -1.0 if self.direction == "maximize" else 1.0
+            self._agent.tell(t.params, sign * float(t.value))  # type: ignore[arg-type]
+        else:
+            self._agent.tell(t.params, None)
+        self._applied[t.id] = t.state
+
+    def _sync(self) -> int:
+        """Bring the in-memory agent up to date with the store; returns the trial count.
+
+        Fast path: our own asks and tells are applied as they happen, so only the trial count
+        and the open trials are read; a full reload runs when another writer changed anything.
+        """
         if self._agent is None and self.agent_name == "hollm":
             self._agent = self._make_agent()
-        if self._agent is not None:
-            sign = -1.0 if self.direction == "maximize" else 1.0
-            for t in trials:
-                before = self._applied.get(t.id)
-                if before == t.state:
-                    continue
-                if t.state in ("running", "waiting"):
-                    self._agent.add_pending(t.params)
-                elif t.state == "complete":
-                    self._agent.tell(t.params, sign * float(t.value))  # type: ignore[arg-type]
-                else:
-                    self._agent.tell(t.params, None)
-                self._applied[t.id] = t.state
-        return trials
+        if self._agent is None:
+            return self._store.get_study(self.id).n_trials
+        n_stored = self._store.get_study(self.id).n_trials
+        if n_stored == len(self._applied):
+            open_now = {t.id for t in self._store.trials(self.id, states=["running", "waiting"])}
+            ours = {i for i, s in self._applied.items() if s in ("running", "waiting")}
+            if ours == open_now:
+                return n_stored
+        trials = [_trial(t) for t in self._store.trials(self.id)]
+        for t in trials:
+            self._apply(t)
+        return len(trials)
 
     # ------------------------------------------------------------------ ask/tell
     def ask(self, n: int = 1) -> list[Trial]:
@@ -206,9 +220,9 @@ class Study:
         if isinstance(n, bool) or not isinstance(n, (int, np.integer)) or not 1 <= n <= 1000:
             raise ValueError(f"n: must be an integer between 1 and 1000, got {n!r}")
         with self._lock:
-            trials = self._sync()
+            n_trials = self._sync()
             if self._agent is None:
-                rng = np.random.default_rng([self._seed, len(trials)])
+                rng = np.random.default_rng([self._seed, n_trials])
                 params = self.space.sample(rng, int(n))
             else:
                 params = self._agent.ask(int(n))
@@ -235,7 +249,11 @@ class Study:
         v = _check_value(value, state)
         if isinstance(trial_id, bool) or not isinstance(trial_id, (int, np.integer)):
             raise TypeError(f"trial_id: expected an integer, got {trial_id!r}")
-        return _trial(self._store.finish_trial(self.id, int(trial_id), v, state))
+        t = _trial(self._store.finish_trial(self.id, int(trial_id), v, state))
+        with self._lock:
+            if t.id in self._applied:
+                self._apply(t)
+        return t
 
     def add_trial(self, params: Mapping[str, Any], value: float | None = None,
                   state: str = "complete") -> Trial:
@@ -244,7 +262,11 @@ class Study:
             raise ValueError(f"state: must be 'complete' or 'failed', got {state!r}")
         v = _check_value(value, state)
         clean = self.space.validate(params)
-        return _trial(self._store.add_trial(self.id, clean, v, state))
+        t = _trial(self._store.add_trial(self.id, clean, v, state))
+        with self._lock:
+            if self._agent is not None and len(self._applied) == t.number:
+                self._apply(t)  # otherwise the next ask's count check reloads everything
+        return t
 
     # ------------------------------------------------------------------ queries
     def get_trials(self, states: list[str] | tuple[str, ...] | None = None) -> list[Trial]:

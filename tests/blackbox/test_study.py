@@ -137,3 +137,16 @@ def test_random_agent_and_hollm_on_a_benchmark(store):
         rand.tell(t.id, task(t.params))
     assert study.best_trial.value < 2.0
     assert len(rand.trials) == 32
+
+
+def test_tells_through_another_study_object_reach_the_agent(store):
+    a = create_study({"x": {"type": "float", "low": 0, "high": 1}}, storage=store, seed=0)
+    b = load_study(a.id, storage=store)
+    trials = a.ask(5)
+    for t in trials[:3]:
+        b.tell(t.id, t.params["x"])          # told elsewhere: a's fast path must notice
+    b.add_trial({"x": 0.5}, 0.5)             # and a trial it never saw
+    a.ask(1)
+    assert a._agent.n_observed == 4 and len(a._agent._pending) == 3
+    a.tell(trials[3].id, 1.0)                # told here: applied directly
+    assert a._agent.n_observed == 5

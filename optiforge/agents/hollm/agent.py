@@ -86,6 +86,8 @@ class HOLLMConfig:
         Base leaf size (``None`` = ``0.5 d``); ``lam`` its growth rate (0).
     context_points, retries, temperature :
         LLM prompt size, retry rounds, sampling temperature.
+    gaussian_scale : float
+        Step size of the ``gaussian`` proposer, as a fraction of the region's side lengths.
     """
 
     proposer: str | None = None
@@ -103,6 +105,7 @@ class HOLLMConfig:
     context_points: int = 40
     retries: int = 2
     temperature: float = 0.8
+    gaussian_scale: float = 0.1
 
     def __post_init__(self) -> None:
         if self.proposer is not None and self.proposer not in PROPOSERS:
@@ -124,11 +127,13 @@ class HOLLMConfig:
                     raise TypeError(f"agent_options.{name}: expected an integer, got {v!r}")
             if v < lo:
                 raise ValueError(f"agent_options.{name}: must be >= {lo}, got {v}")
-        for name in ("alpha_max", "alpha_min", "lam", "temperature"):
+        for name in ("alpha_max", "alpha_min", "lam", "temperature", "gaussian_scale"):
             v = getattr(self, name)
             if isinstance(v, bool) or not isinstance(v, (int, float)) or not math.isfinite(v) or v < 0:
                 raise ValueError(f"agent_options.{name}: expected a finite number >= 0, got {v!r}")
             setattr(self, name, float(v))
+        if self.gaussian_scale <= 0:
+            raise ValueError(f"agent_options.gaussian_scale: must be > 0, got {self.gaussian_scale}")
         if self.alpha_min > self.alpha_max:
             raise ValueError(f"agent_options.alpha_min ({self.alpha_min}) must be <= alpha_max ({self.alpha_max})")
         if self.m0 is not None:
@@ -185,8 +190,12 @@ class HOLLMAgent:
         self.llm = llm
         proposer = self.config.proposer or ("llm" if llm is not None else "sobol")
         llm_opts = {"context_points": self.config.context_points, "retries": self.config.retries}
-        self.proposer = make_proposer(
-            proposer, llm, **(dict(llm_opts, temperature=self.config.temperature) if proposer == "llm" else {}))
+        prop_opts: dict[str, Any] = {}
+        if proposer == "llm":
+            prop_opts = dict(llm_opts, temperature=self.config.temperature)
+        elif proposer == "gaussian":
+            prop_opts = {"scale": self.config.gaussian_scale}
+        self.proposer = make_proposer(proposer, llm, **prop_opts)
         self.predictor = make_predictor(
             self.config.predictor, llm, **(llm_opts if self.config.predictor == "llm" else {}))
         self.proposer_name = proposer

@@ -71,18 +71,24 @@ def region_scores(
     y = -np.asarray(values, dtype=float)
     y = y - y.min() + 1e-6
     k = len(regions)
-    exploit, volume, ucbv = np.zeros(k), np.zeros(k), np.zeros(k)
-    for i, r in enumerate(regions):
-        n = len(r.indices)
-        volume[i] = r.volume_score
-        if n == 0:
-            exploit[i], volume[i], ucbv[i] = 0.0, 1.0, 1.0
-            continue
-        yl = y[r.indices]
-        exploit[i] = yl.max()
-        var = float(np.var(yl, ddof=1)) if n > 1 else 0.01
-        log_term = max(0.0, math.log(budget / (k * n))) if budget > 0 else 0.0
-        ucbv[i] = math.sqrt(2.0 * var * log_term / n) + log_term / n
+    counts = np.array([len(r.indices) for r in regions])
+    sides = np.clip(np.array([r.hi - r.lo for r in regions]), 0.0, None)
+    with np.errstate(divide="ignore"):
+        volume = np.where(np.all(sides > 0, axis=1), np.exp(np.mean(np.log(sides), axis=1)), 0.0)
+    exploit, ucbv = np.zeros(k), np.ones(k)
+    full = counts > 0
+    if full.any():
+        # Per-leaf max / mean / variance in one pass over the concatenated leaf members.
+        starts = np.concatenate([[0], np.cumsum(counts[full])[:-1]])
+        ys = y[np.concatenate([r.indices for r, f in zip(regions, full, strict=True) if f])]
+        n = counts[full].astype(float)
+        exploit[full] = np.maximum.reduceat(ys, starts)
+        s1, s2 = np.add.reduceat(ys, starts), np.add.reduceat(ys * ys, starts)
+        var = np.where(n > 1, np.maximum(s2 - s1 * s1 / n, 0.0) / np.maximum(n - 1, 1), 0.01)
+        log_term = np.maximum(0.0, np.log(budget / (k * n))) if budget > 0 else np.zeros_like(n)
+        ucbv[full] = np.sqrt(2.0 * var * log_term / n) + log_term / n
+    # Empty leaves (possible only with externally built regions): mu = 0, V = 1, Psi = 1.
+    volume[~full] = 1.0
     score = _minmax(exploit) + alpha * (0.5 * _minmax(volume) + 0.5 * _minmax(ucbv))
     prob = score + 1e-8
     prob = prob / prob.sum()

@@ -1,0 +1,156 @@
+"""HOLLM vs random search, Optuna TPE and CMA-ES on the paper's synthetic functions.
+
+Budget 100 evaluations, 5 initial points, several seeds; prints the median best value per
+method and function (markdown) and writes a convergence plot to docs/img/hollm_convergence.png.
+
+    python benchmarks/hollm_quality.py --seeds 5 [--methods hollm-sobol,random,tpe,cmaes]
+    python benchmarks/hollm_quality.py --methods hollm-llm --functions hartmann-6 --seeds 1
+
+``hollm-llm`` uses the bundled model (``optiforge.platform.llm.from_spec("smollm2")``).
+Results are cached as JSON (``--out``) so methods can be run separately and plotted together.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import time
+from pathlib import Path
+
+os.environ.setdefault("OMP_NUM_THREADS", "1")
+os.environ.setdefault("OPENBLAS_NUM_THREADS", "1")
+
+import numpy as np  # noqa: E402
+
+from optiforge.agents.hollm import HOLLMAgent  # noqa: E402
+from optiforge.blackbox import get_blackbox_task  # noqa: E402
+
+FUNCTIONS = ["ackley-20", "levy-10", "rastrigin-10", "rosenbrock-8", "hartmann-6"]
+METHODS = ["hollm-sobol", "hollm-gaussian", "random", "tpe", "cmaes"]
+BUDGET, N_INIT, BATCH = 100, 5, 4
+
+
+def run_hollm(task, seed: int, proposer: str, llm=None) -> list[float]:
+    agent = HOLLMAgent(task.space, {"proposer": proposer, "n_initial": N_INIT, "budget": BUDGET},
+                       llm=llm, seed=seed)
+    values: list[float] = []
+    while len(values) < BUDGET:
+        n = N_INIT if not values else min(BATCH, BUDGET - len(values))
+        for p in agent.ask(n):
+            v = task(p)
+            agent.tell(p, v)
+            values.append(v)
+    return values
+
+
+def run_random(task, seed: int) -> list[float]:
+    rng = np.random.default_rng(seed)
+    return [task(p) for p in task.space.sample(rng, BUDGET)]
+
+
+def run_tpe(task, seed: int) -> list[float]:
+    import optuna
+
+    optuna.logging.set_verbosity(optuna.logging.WARNING)
+    study = optuna.create_study(sampler=optuna.samplers.TPESampler(seed=seed, n_startup_trials=N_INIT))
+    params = task.space.params
+    study.optimize(lambda t: task({n: t.suggest_float(n, p.low, p.high) for n, p in params.items()}),
+                   n_trials=BUDGET)
+    return [t.value for t in study.trials]
+
+
+def run_cmaes(task, seed: int) -> list[float]:
+    import cma
+
+    d = task.dim
+    lo = np.array([p.low for p in task.space.params.values()])
+    hi = np.array([p.high for p in task.space.params.values()])
+    rng = np.random.default_rng(seed)
+    es = cma.CMAEvolutionStrategy(rng.random(d), 0.3, {"bounds": [0, 1], "seed": seed + 1,
+                                                       "verbose": -9, "maxfevals": BUDGET})
+    values: list[float] = []
+    while len(values) < BUDGET:
+        xs = es.ask()
+        fs = [task.evaluate_array(lo + np.clip(x, 0, 1) * (hi - lo)) for x in xs]
+        es.tell(xs, fs)
+        values.extend(fs)
+    return values[:BUDGET]
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--seeds", type=int, default=5)
+    ap.add_argument("--methods", default=",".join(METHODS))
+    ap.add_argument("--functions", default=",".join(FUNCTIONS))
+    ap.add_argument("--out", default="docs/benchmarks/hollm_quality.json")
+    ap.add_argument("--plot", default="docs/img/hollm_convergence.png")
+    args = ap.parse_args()
+    out = Path(args.out)
+    results = json.loads(out.read_text()) if out.exists() else {}
+    llm = None
+    for method in args.methods.split(","):
+        if method == "hollm-llm" and llm is None:
+            from optiforge.platform.llm import from_spec
+
+            llm = from_spec("smollm2")
+        for fname in args.functions.split(","):
+            task = get_blackbox_task(fname)
+            for seed in range(args.seeds):
+                t0 = time.perf_counter()
+                if method.startswith("hollm-"):
+                    vals = run_hollm(task, seed, method.split("-", 1)[1], llm)
+                else:
+                    vals = {"random": run_random, "tpe": run_tpe, "cmaes": run_cmaes}[method](task, seed)
+                results.setdefault(method, {}).setdefault(fname, {})[str(seed)] = vals
+                print(f"{method:15s} {fname:13s} seed {seed}: best {min(vals):9.4f} "
+                      f"({time.perf_counter() - t0:.1f}s)", flush=True)
+                out.parent.mkdir(parents=True, exist_ok=True)
+                out.write_text(json.dumps(results))
+    report(results)
+    plot(results, Path(args.plot))
+
+
+def report(results: dict) -> None:
+    methods = [m for m in ["hollm-llm", *METHODS] if m in results]
+    fns = [f for f in FUNCTIONS if any(f in results[m] for m in methods)]
+    print("\n| function | " + " | ".join(methods) + " |")
+    print("|---" * (len(methods) + 1) + "|")
+    for f in fns:
+        cells = []
+        for m in methods:
+            runs = results[m].get(f, {})
+            cells.append(f"{np.median([min(v) for v in runs.values()]):.3f} (n={len(runs)})" if runs else "-")
+        print(f"| {f} | " + " | ".join(cells) + " |")
+
+
+def plot(results: dict, path: Path) -> None:
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    fns = [f for f in FUNCTIONS if any(f in r for r in results.values())]
+    fig, axes = plt.subplots(1, len(fns), figsize=(4 * len(fns), 3.4))
+    axes = np.atleast_1d(axes)
+    for ax, f in zip(axes, fns, strict=True):
+        for m in [m for m in ["hollm-llm", *METHODS] if m in results and f in results[m]]:
+            curves = np.array([np.minimum.accumulate(v) for v in results[m][f].values()])
+            med = np.median(curves, axis=0)
+            x = np.arange(1, curves.shape[1] + 1)
+            ax.plot(x, med, label=m)
+            if len(curves) > 1:
+                ax.fill_between(x, np.quantile(curves, 0.25, axis=0), np.quantile(curves, 0.75, axis=0), alpha=0.15)
+        ax.set_title(f)
+        ax.set_xlabel("evaluations")
+        ax.set_yscale("symlog")
+    axes[0].set_ylabel("best value (median, IQR)")
+    axes[-1].legend(fontsize=7)
+    fig.tight_layout()
+    path.parent.mkdir(parents=True, exist_ok=True)
+    fig.savefig(path, dpi=110)
+    print(f"wrote {path}")
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,162 @@
+"""Speed of the black-box service: ask latency, HTTP round trip, concurrent clients.
+
+1. ``ask`` latency of the HOLLM agent with 1,000 observations in 20-D (sobol proposer; each
+   predictor), in memory and through a store-backed Study (SQLite).
+2. HTTP ask+tell round trip on loopback (real uvicorn server, SQLite store, one client).
+3. 8 concurrent clients x 100 trials each: throughput, lost and duplicated trials.
+
+    python benchmarks/hollm_speed.py [--repeats 30]
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import platform
+import socket
+import tempfile
+import threading
+import time
+from concurrent.futures import ThreadPoolExecutor
+
+os.environ.setdefault("OMP_NUM_THREADS", "1")
+os.environ.setdefault("OPENBLAS_NUM_THREADS", "1")
+
+import numpy as np  # noqa: E402
+
+from optiforge.agents.hollm import HOLLMAgent  # noqa: E402
+from optiforge.blackbox import create_study, get_blackbox_task  # noqa: E402
+
+
+def pct(xs: list[float]) -> str:
+    a = np.array(xs) * 1000
+    return f"p50 {np.percentile(a, 50):.1f} ms, p90 {np.percentile(a, 90):.1f} ms"
+
+
+def agent_latency(predictor: str, repeats: int) -> list[float]:
+    task = get_blackbox_task("ackley-20")
+    agent = HOLLMAgent(task.space, {"proposer": "sobol", "predictor": predictor}, seed=0)
+    rng = np.random.default_rng(0)
+    for p in task.space.sample(rng, 1000):
+        agent.tell(p, task(p))
+    times = []
+    for _ in range(repeats):
+        t0 = time.perf_counter()
+        p = agent.ask(1)[0]
+        times.append(time.perf_counter() - t0)
+        agent.tell(p, task(p))
+    return times
+
+
+def study_latency(predictor: str, repeats: int, tmp: str) -> list[float]:
+    from optiforge.platform.store import Store
+
+    task = get_blackbox_task("ackley-20")
+    store = Store(f"sqlite:///{tmp}/study_{predictor}.db")
+    study = create_study(task.space, storage=store, agent_options={"predictor": predictor}, seed=0)
+    rng = np.random.default_rng(0)
+    for p in task.space.sample(rng, 1000):
+        study.add_trial(p, task(p))
+    study.ask()  # first ask loads 1,000 trials into the agent
+    times = []
+    for _ in range(repeats):
+        t0 = time.perf_counter()
+        t = study.ask()[0]
+        times.append(time.perf_counter() - t0)
+        study.tell(t.id, task(t.params))
+    return times
+
+
+def start_server(tmp: str):
+    import uvicorn
+
+    from optiforge.platform.api import create_app
+    from optiforge.platform.store import Store
+
+    store = Store(f"sqlite:///{tmp}/api.db")
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        port = s.getsockname()[1]
+    srv = uvicorn.Server(uvicorn.Config(create_app(store), host="127.0.0.1", port=port, log_level="warning"))
+    threading.Thread(target=srv.run, daemon=True).start()
+    while not srv.started:
+        time.sleep(0.05)
+    return srv, f"http://127.0.0.1:{port}", store.create_token("bench")
+
+
+def http_round_trip(url: str, token: str, repeats: int, predictor: str) -> tuple[list[float], list[float]]:
+    from optiforge import Client
+
+    task = get_blackbox_task("hartmann-6")
+    client = Client(url, token)
+    study = client.create_study(task.space.to_dict(), agent_options={"predictor": predictor}, seed=0)
+    for _ in range(10):  # past the initial design
+        t = study.ask()[0]
+        study.tell(t.id, task(t.params))
+    rt, asks = [], []
+    for _ in range(repeats):
+        t0 = time.perf_counter()
+        t = study.ask()[0]
+        t1 = time.perf_counter()
+        study.tell(t.id, task(t.params))
+        rt.append(time.perf_counter() - t0)
+        asks.append(t1 - t0)
+    client.close()
+    return rt, asks
+
+
+def concurrent(url: str, token: str) -> dict:
+    from optiforge import Client
+
+    client = Client(url, token)
+    study = client.create_study({"x": {"type": "float", "low": 0, "high": 1},
+                                 "y": {"type": "float", "low": 0, "high": 1}},
+                                agent_options={"predictor": "random"}, seed=0)
+
+    def worker(w: int) -> list[int]:
+        c = Client(url, token)
+        s = c.get_study(study.id)
+        ids = []
+        for _ in range(100):
+            t = s.ask()[0]
+            s.tell(t.id, t.params["x"] + t.params["y"])
+            ids.append(t.id)
+        return ids
+
+    t0 = time.perf_counter()
+    with ThreadPoolExecutor(8) as pool:
+        ids = [i for r in pool.map(worker, range(8)) for i in r]
+    wall = time.perf_counter() - t0
+    trials = study.trials
+    return {"wall_s": wall, "told": len(ids), "unique_ids": len(set(ids)), "stored": len(trials),
+            "complete": sum(t.state == "complete" for t in trials),
+            "unique_points": len({(t.params["x"], t.params["y"]) for t in trials})}
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--repeats", type=int, default=30)
+    args = ap.parse_args()
+    print(f"machine: {platform.machine()}, {os.cpu_count()} CPUs, Python {platform.python_version()}")
+    with tempfile.TemporaryDirectory() as tmp:
+        print("\n## ask latency, 1,000 observations in 20-D, sobol proposer")
+        for pred in ("random", "forest", "gp"):
+            print(f"- agent (in memory), predictor {pred}: {pct(agent_latency(pred, args.repeats))}")
+        for pred in ("random", "gp"):
+            print(f"- Study on SQLite, predictor {pred}: {pct(study_latency(pred, args.repeats, tmp))}")
+        srv, url, token = start_server(tmp)
+        print("\n## HTTP ask+tell round trip (loopback, SQLite, Hartmann-6)")
+        for pred in ("random", "gp"):
+            rt, asks = http_round_trip(url, token, args.repeats * 3, pred)
+            print(f"- predictor {pred}: round trip {pct(rt)}; ask alone {pct(asks)}")
+        print("\n## 8 concurrent clients x 100 trials")
+        c = concurrent(url, token)
+        print(f"- {c['told']} told, {c['stored']} stored, {c['complete']} complete, "
+              f"{c['unique_ids']} distinct trial ids, {c['unique_points']} distinct points, "
+              f"lost {c['told'] - c['complete']}, duplicated {c['told'] - c['unique_ids']}; "
+              f"{c['told'] / c['wall_s']:.0f} trials/s ({c['wall_s']:.1f} s)")
+        srv.should_exit = True
+
+
+if __name__ == "__main__":
+    main()
