@@ -2,9 +2,17 @@
 
 from __future__ import annotations
 
+import os
+
 import typer
 
-from optiforge.platform.cli import campaign
+# Library chatter (download/conversion progress bars, hub warnings) would drown the campaign's
+# own progress bar; users can still opt back in by setting these themselves.
+os.environ.setdefault("TRANSFORMERS_VERBOSITY", "error")
+os.environ.setdefault("HF_HUB_DISABLE_PROGRESS_BARS", "1")
+os.environ.setdefault("HF_HUB_OFFLINE", "1")
+
+from optiforge.platform.cli import campaign, study
 
 app = typer.Typer(
     name="optiforge",
@@ -14,9 +22,7 @@ app = typer.Typer(
     pretty_exceptions_enable=False,
 )
 campaign.register(app)
-from optiforge.platform.cli import study as _study  # noqa: E402
-
-_study.register(app)
+study.register(app)
 
 
 def main() -> None:

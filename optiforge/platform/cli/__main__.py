@@ -1,0 +1,3 @@
+from optiforge.platform.cli import main
+
+main()

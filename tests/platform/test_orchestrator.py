@@ -1,0 +1,68 @@
+"""Discovery campaigns end to end: real store, real sandbox, replayed LLM responses."""
+
+from __future__ import annotations
+
+import pytest
+
+from optiforge.heuristics.base import get_task
+from optiforge.heuristics.inprocess import evaluate_in_process
+from optiforge.platform.orchestrator import create_campaign, run_campaign
+from optiforge.platform.store import Store
+
+
+def test_campaign_runs_to_budget_and_stores_everything(home, replay_file):
+    store = Store()
+    cid = create_campaign(store, task="binpacking", budget=8, llm=f"replay:{replay_file}", seed=0)
+    seen = []
+    report = run_campaign(store, cid, lambda done, total, best: seen.append((done, total, best)))
+
+    assert store.get_campaign(cid).status == "finished"
+    assert seen[-1][0] >= 8 and all(t == 8 for _, t, _ in seen)
+    cands = store.candidates(cid)
+    generated = [c for c in cands if c.operator != "seed"]
+    assert len(generated) == 8
+    # the refusal and the syntax error are stored as invalid, with their reason
+    invalid = [c for c in generated if not c.valid]
+    assert invalid and all(c.error for c in invalid)
+    # every LLM response is stored with its prompt, and linked to a candidate
+    calls = store.llm_calls(cid)
+    assert len(calls) == 8 and all(c.prompt for c in calls)
+    # the stored train scores are the trusted scores (recomputed here in-process)
+    for c in generated:
+        if c.valid:
+            assert c.score == pytest.approx(evaluate_in_process("binpacking", c.code, "train").score)
+    # the report re-scored the best and the baseline on the held-out split
+    task = get_task("binpacking")
+    base = evaluate_in_process("binpacking", task.seeds[task.baseline], "test")
+    assert report.baseline_test_score == pytest.approx(base.score)
+    assert report.best_test_score is not None
+    assert report.best_train_score == min(c.score for c in cands if c.valid)
+    assert report.gap_vs_baseline == pytest.approx(report.best_test_score - base.score)
+
+
+def test_bad_campaign_settings_name_the_argument(home, replay_file):
+    store = Store()
+    spec = f"replay:{replay_file}"
+    for kwargs, word in [
+        ({"task": "nope", "budget": 3, "llm": spec}, "task"),
+        ({"task": "binpacking", "budget": 0, "llm": spec}, "budget"),
+        ({"task": "binpacking", "budget": 3, "llm": "nonsense"}, "llm"),
+        ({"task": "binpacking", "budget": 3, "llm": spec, "executor": "slurm"}, "executor"),
+        ({"task": "binpacking", "budget": 3, "llm": spec, "agent": "x"}, "agent"),
+        ({"task": "binpacking", "budget": 3, "llm": spec, "rl": "ppo"}, "rl"),
+    ]:
+        with pytest.raises(ValueError, match=word):
+            create_campaign(store, **kwargs)
+    assert store.list_campaigns() == []
+
+
+@pytest.mark.slow
+def test_same_results_on_local_and_ray_executors(home, replay_file):
+    store = Store()
+    results = {}
+    for executor in ("local", "ray"):
+        cid = create_campaign(store, task="binpacking", budget=8, llm=f"replay:{replay_file}",
+                              seed=3, executor=executor)
+        run_campaign(store, cid)
+        results[executor] = [(c.hash, c.valid, c.score, c.error) for c in store.candidates(cid)]
+    assert results["local"] == results["ray"]
