@@ -302,7 +302,7 @@ def create_campaign(
     task: str,
     agent: str = "evolution",
     budget: int,
-    llm: str = "smollm2",
+    llm: str | None = None,
     seed: int = 0,
     executor: str = "local",
     rl: str = "none",
@@ -330,14 +330,24 @@ def create_campaign(
         raise ValueError(f"budget: must be a positive integer, got {budget!r}")
     if isinstance(workers, bool) or not isinstance(workers, int) or workers <= 0:
         raise ValueError(f"workers: must be a positive integer, got {workers!r}")
+    cfg = dict(config or {})
     if agent == "evolution":
+        from optiforge.agents.evolution import EvolutionConfig
+
         get_task(task)  # raises ValueError naming `task`
+        EvolutionConfig.from_dict(cfg.get("agent", {}))
+        llm = "smollm2" if llm is None else llm
     else:
+        from optiforge.agents.hollm import HOLLMConfig
         from optiforge.blackbox import get_blackbox_task
 
         get_blackbox_task(task)
-    parse_spec(llm)  # raises ValueError naming `llm`
-    cfg = dict(config or {})
+        HOLLMConfig.from_options(cfg.get("agent_options", {}))
+        if rl != "none":
+            raise ValueError("rl: RL fine-tuning applies to the evolution agent only")
+        llm = llm or "none"  # HOLLM without an LLM: sobol proposer, gp predictor
+    if llm != "none":
+        parse_spec(llm)  # raises ValueError naming `llm`
     cfg.update({"rl": rl, "workers": workers})
     return store.create_campaign(
         task=task, agent=agent, llm=llm, budget=budget, seed=seed, executor=executor,

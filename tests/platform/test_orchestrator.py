@@ -66,3 +66,30 @@ def test_same_results_on_local_and_ray_executors(home, replay_file):
         run_campaign(store, cid)
         results[executor] = [(c.hash, c.valid, c.score, c.error) for c in store.candidates(cid)]
     assert results["local"] == results["ray"]
+
+
+def test_hollm_campaign_resumes_from_its_stored_state(home):
+    from optiforge.blackbox import get_blackbox_task
+    from optiforge.platform.blackbox_campaign import BlackboxCampaign
+
+    store = Store()
+    cid = create_campaign(store, task="branin", agent="hollm", budget=12, seed=1,
+                          config={"agent_options": {"proposer": "sobol", "b": 4}})
+    assert store.get_campaign(cid).llm == "none"
+    campaign = BlackboxCampaign(store, cid)
+    campaign.campaign = store.get_campaign(cid)
+    # run the first 8 evaluations, then start over from the store as a resumed process would
+    object.__setattr__(campaign.campaign, "budget", 8)
+    campaign.run()
+    first = [(c.hash, c.score) for c in store.candidates(cid)]
+    assert len(first) == 8
+    report = run_campaign(store, cid)
+    rows = store.candidates(cid)
+    assert len(rows) == 12 and [(c.hash, c.score) for c in rows[:8]] == first
+    task = get_blackbox_task("branin")
+    assert report.best_train_score == min(c.score for c in rows)
+    assert report.gap_vs_baseline == pytest.approx(report.best_train_score - task.optimum)
+    # stored values are the true objective at the stored points
+    import json
+    for c in rows:
+        assert c.score == pytest.approx(task(json.loads(c.code)))

@@ -117,6 +117,11 @@ def _run_with_progress(store, cid: str) -> None:
     if report.best_code is None:
         console.print("[red]no valid program found[/]")
         return
+    if report.test_split == "objective":  # a black-box campaign: the best point and its regret
+        console.print(f"best value {_fmt(report.best_train_score, 6)} at {report.best_code}")
+        if report.baseline_test_score is not None:
+            console.print(f"regret vs the known optimum: {_fmt(report.gap_vs_baseline, 6)}")
+        return
     if report.best_idea:
         console.print(f"idea: {report.best_idea}")
     console.print(Syntax(report.best_code, "python", theme="ansi_dark", word_wrap=True))
@@ -134,7 +139,9 @@ def run(
     task: str = typer.Option(..., help="Task name (see `optiforge tasks`)."),
     agent: str = typer.Option("evolution", help="evolution | hollm"),
     budget: int = typer.Option(..., help="LLM-written programs (evolution) or evaluations (hollm)."),
-    llm: str = typer.Option("smollm2", help="LLM spec: smollm2, hf:<id>, openai:<url>#<model>, vllm:<model>, replay:<file>"),
+    llm: str | None = typer.Option(
+        None, help="LLM spec: smollm2 (default for evolution), hf:<id>, openai:<url>#<model>, "
+                   "vllm:<model>, replay:<file>. HOLLM runs LLM-free unless given."),
     seed: int = typer.Option(0, help="Random seed (agent and sampling)."),
     executor: str = typer.Option("local", help="local | ray"),
     workers: int = typer.Option(2, help="Parallel sandbox workers."),
@@ -142,13 +149,24 @@ def run(
     samples: int = typer.Option(4, help="G: LLM samples per prompt."),
     max_new_tokens: int = typer.Option(384, help="Generation length limit per sample."),
     rl_every: int = typer.Option(2, help="With --rl grpo: one RL update every K rounds."),
+    options: str | None = typer.Option(
+        None, help='HOLLM agent options as JSON, e.g. \'{"proposer": "sobol", "b": 4}\'.'),
     name: str | None = typer.Option(None, help="A label for the campaign."),
 ) -> None:
     from optiforge.platform.orchestrator import create_campaign
 
     store = _store()
-    config = {"agent": {"samples_per_prompt": samples, "max_new_tokens": max_new_tokens},
-              "rl_every": rl_every}
+    if agent == "hollm":
+        try:
+            agent_options = json.loads(options) if options else {}
+        except json.JSONDecodeError as exc:
+            raise ValueError(f"options: not valid JSON ({exc.msg})") from None
+        config = {"agent_options": agent_options}
+    else:
+        if options:
+            raise ValueError("options: only the hollm agent takes --options")
+        config = {"agent": {"samples_per_prompt": samples, "max_new_tokens": max_new_tokens},
+                  "rl_every": rl_every}
     cid = create_campaign(store, task=task, agent=agent, budget=budget, llm=llm, seed=seed,
                           executor=executor, rl=rl, workers=workers, config=config, name=name)
     _run_with_progress(store, cid)
