@@ -84,12 +84,15 @@ def start_server(tmp: str):
     return srv, f"http://127.0.0.1:{port}", store.create_token("bench")
 
 
-def http_round_trip(url: str, token: str, repeats: int, predictor: str) -> tuple[list[float], list[float]]:
+def http_round_trip(url: str, token: str, repeats: int, predictor: str | None) -> tuple[list[float], list[float]]:
     from optiforge import Client
 
     task = get_blackbox_task("hartmann-6")
     client = Client(url, token)
-    study = client.create_study(task.space.to_dict(), agent_options={"predictor": predictor}, seed=0)
+    if predictor is None:  # the random agent: the service's own overhead
+        study = client.create_study(task.space.to_dict(), agent="random", seed=0)
+    else:
+        study = client.create_study(task.space.to_dict(), agent_options={"predictor": predictor}, seed=0)
     for _ in range(10):  # past the initial design
         t = study.ask()[0]
         study.tell(t.id, task(t.params))
@@ -146,9 +149,10 @@ def main() -> None:
             print(f"- Study on SQLite, predictor {pred}: {pct(study_latency(pred, args.repeats, tmp))}")
         srv, url, token = start_server(tmp)
         print("\n## HTTP ask+tell round trip (loopback, SQLite, Hartmann-6)")
-        for pred in ("random", "gp"):
+        for pred in (None, "random", "gp"):
             rt, asks = http_round_trip(url, token, args.repeats * 3, pred)
-            print(f"- predictor {pred}: round trip {pct(rt)}; ask alone {pct(asks)}")
+            label = "agent random (service overhead)" if pred is None else f"HOLLM, predictor {pred}"
+            print(f"- {label}: round trip {pct(rt)}; ask alone {pct(asks)}")
         print("\n## 8 concurrent clients x 100 trials")
         c = concurrent(url, token)
         print(f"- {c['told']} told, {c['stored']} stored, {c['complete']} complete, "

@@ -111,7 +111,7 @@ class ForestPredictor:
 
     name = "forest"
 
-    def __init__(self, n_estimators: int = 50, max_points: int = 2000) -> None:
+    def __init__(self, n_estimators: int = 30, max_points: int = 500) -> None:
         self.n_estimators = int(n_estimators)
         self.max_points = int(max_points)
 
