@@ -6,7 +6,7 @@ TORCH_SPEC ?= torch==2.13.0
 EXTRAS     ?= dev,ray,postgres,optuna
 BIN        := $(VENV)/bin
 STAMP      := $(VENV)/.optiforge-installed
-RUN_ARGS   ?= --task binpacking --agent evolution --budget 24 --seed 0
+RUN_ARGS   ?= --task binpacking --agent evolution --budget 16 --seed 0 --max-new-tokens 320
 
 .PHONY: run test setup lint bench clean
 
