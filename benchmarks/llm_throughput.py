@@ -8,7 +8,11 @@ model's memory footprint. With ``--llama-server`` it also measures the same work
 
 Writes docs/benchmarks/llm.md and docs/img/llm_throughput.png.
 
-Usage: python benchmarks/llm_throughput.py [--tokens 48] [--repeats 2] [--llama-server] [--no-plot]
+On a CPU shared with other jobs, ``--threads 1`` avoids OpenMP threads spinning against each
+other (measured here: a 2-thread fp32 decode step took ~5x longer than a 1-thread one while
+the load average was ~10 on 2 cores).
+
+Usage: python benchmarks/llm_throughput.py [--tokens 48] [--repeats 2] [--threads N] [--llama-server] [--no-plot]
 """
 
 from __future__ import annotations
@@ -26,6 +30,7 @@ os.environ.setdefault("HF_HUB_OFFLINE", "1")
 
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))  # run from a checkout without installing the package
+THREADS = [os.cpu_count() or 1]  # set from --threads before torch is imported
 PROMPTS = [
     "Write a Python function that returns the n-th Fibonacci number.",
     "Explain what a hash table is in two sentences.",
@@ -58,6 +63,9 @@ def local_rows(tokens: int, repeats: int) -> list[dict]:
     bundled_checkpoint_dir()  # one-off GGUF conversion is not part of the load time
     rows = []
     for quant in ("int4", "none"):
+        import torch
+
+        torch.set_num_threads(THREADS[0])
         t0 = time.perf_counter()
         llm = TransformersLLM("smollm2", quantization=quant)
         load = time.perf_counter() - t0
@@ -82,7 +90,7 @@ def server_rows(tokens: int, repeats: int) -> list[dict]:
     t0 = time.perf_counter()
     proc = subprocess.Popen([sys.executable, "-m", "llama_cpp.server", "--model", str(bundled_gguf_path()),
                              "--model_alias", "smollm2", "--host", "127.0.0.1", "--port", str(port),
-                             "--n_ctx", "2048", "--verbose", "false"],
+                             "--n_ctx", "2048", "--n_threads", str(THREADS[0]), "--verbose", "false"],
                             stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
     base = f"http://127.0.0.1:{port}/v1"
     try:
@@ -122,11 +130,38 @@ def machine() -> str:
             f"{torch.get_num_threads()} threads")
 
 
+def notes(rows: list[dict]) -> list[str]:
+    """Observations computed from this run's numbers (nothing asserted in advance)."""
+    by = {(r["backend"], r["batch"]): r for r in rows}
+    out = []
+    nf4, fp = by.get(("transformers NF4", 1)), by.get(("transformers fp32", 1))
+    if nf4 and fp:
+        out.append(f"- NF4 holds the model in {nf4['mem_mb']:.0f} MB vs {fp['mem_mb']:.0f} MB in fp32 "
+                   f"({fp['mem_mb'] / nf4['mem_mb']:.1f}x less; embeddings and norms stay fp32).")
+        for b in (1, 8):
+            q, f = by.get(("transformers NF4", b)), by.get(("transformers fp32", b))
+            if q and f:
+                out.append(f"- batch {b}: NF4 runs at {q['tok_s'] / f['tok_s']:.2f}x the fp32 speed "
+                           "(bitsandbytes' CPU 4-bit kernel vs MKL fp32 GEMM).")
+    for backend in dict.fromkeys(r["backend"] for r in rows):
+        one, eight = by.get((backend, 1)), by.get((backend, 8))
+        if one and eight:
+            out.append(f"- {backend}: batch 8 gives {eight['tok_s'] / one['tok_s']:.1f}x the tokens/s of batch 1.")
+    if any(r["backend"].startswith("llama.cpp") for r in rows):
+        out.append("- llama-cpp-python's server decodes one request at a time, so 8 concurrent requests "
+                   "do not batch there; vLLM's server does (continuous batching).")
+    out.append("- Which backend is fastest depends on the batch size (table above). Only the transformers "
+               "backend can train and hot-load LoRA adapters (the RL loop); on a GPU, 4-bit bitsandbytes is "
+               "what lets a 7B model be sampled and QLoRA-trained in one process.")
+    return out
+
+
 def write_report(rows: list[dict], tokens: int, repeats: int, load_avg: tuple[float, float]) -> Path:
+    cmd = "python benchmarks/llm_throughput.py " + " ".join(sys.argv[1:])
     lines = [
         "## LLM backends: local generation throughput (bundled SmolLM2-135M-Instruct)",
         "",
-        f"Machine: {machine()}. `python benchmarks/llm_throughput.py` — up to {tokens} new tokens per "
+        f"Machine: {machine()}. `{cmd.strip()}` — up to {tokens} new tokens per "
         f"prompt, temperature 0.8, best of {repeats}; tokens/s counts completion tokens actually produced "
         f"(sequences that hit EOS early stop counting). Load average during the run: "
         f"{load_avg[0]:.1f} → {load_avg[1]:.1f} (the 2 cores were shared with other jobs, so absolute "
@@ -138,15 +173,7 @@ def write_report(rows: list[dict], tokens: int, repeats: int, load_avg: tuple[fl
     for r in rows:
         lines.append(f"| {r['backend']} | {r['batch']} | {r['tok_s']:.1f} | {r['tokens']} | "
                      f"{r['load_s']:.1f} | {r['mem_mb']:.0f} |")
-    lines += [
-        "",
-        "- NF4 cuts the weights' memory ~3x (Linear4bit projections; embeddings and norms stay fp32).",
-        "- On CPU, bitsandbytes' NF4 matmul is slower than fp32 GEMM for this small model: 4-bit is a "
-        "memory saving here, not a speed-up. On a GPU (QLoRA's setting) NF4 is the way to fit a 7B "
-        "model; on CPU a GGUF model served by llama.cpp is the fast path.",
-        "- Batch 8 raises throughput over batch 1 for every backend: the decoder weights are read "
-        "once per step for all sequences.",
-        "",
+    lines += ["", *notes(rows), "",
         "![throughput](../img/llm_throughput.png)",
         "",
     ]
@@ -183,12 +210,23 @@ def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--tokens", type=int, default=48)
     ap.add_argument("--repeats", type=int, default=2)
+    ap.add_argument("--threads", type=int, default=0, help="CPU threads (default: torch's default)")
     ap.add_argument("--llama-server", action="store_true", help="also measure llama.cpp via OpenAILLM")
     ap.add_argument("--no-plot", action="store_true")
     args = ap.parse_args()
     if args.tokens < 1 or args.repeats < 1:
         print("error: --tokens and --repeats must be >= 1", file=sys.stderr)
         sys.exit(2)
+    if args.threads < 0:
+        print("error: --threads must be >= 0", file=sys.stderr)
+        sys.exit(2)
+    if args.threads:
+        os.environ["OMP_NUM_THREADS"] = str(args.threads)  # before torch/bitsandbytes load OpenMP
+        THREADS[0] = args.threads
+    else:
+        import torch
+
+        THREADS[0] = torch.get_num_threads()
     start_load = os.getloadavg()[0]
     rows = local_rows(args.tokens, args.repeats)
     if args.llama_server:

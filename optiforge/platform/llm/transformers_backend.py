@@ -41,6 +41,15 @@ class TransformersLLM:
     max_batch_size : int
         Most sequences decoded together in one ``model.generate`` call.
 
+    Notes
+    -----
+    The bundled model ships as a Q4_1 GGUF file; its dequantised weights are re-quantised to
+    NF4, so they carry two roundings (Q4_1, then NF4) rather than QLoRA's one from bf16.
+    On CPUs with AVX512-BF16, bitsandbytes runs NF4 matmuls in eval mode through a fused kernel
+    that casts activations to bf16, while in train mode it dequantises to the compute dtype:
+    log-probabilities computed under ``model.train()`` can differ slightly from those seen
+    while sampling. :meth:`generate` always decodes in eval mode.
+
     References
     ----------
     Dettmers et al., "QLoRA: Efficient Finetuning of Quantized LLMs", NeurIPS 2023 (NF4).
