@@ -8,6 +8,8 @@ BIN        := $(VENV)/bin
 STAMP      := $(VENV)/.optiforge-installed
 RUN_ARGS   ?= --task binpacking --agent evolution --budget 16 --seed 0 --max-new-tokens 320
 
+LLAMA_STAMP := $(VENV)/.llamacpp-installed
+
 .PHONY: run test setup lint bench clean
 
 setup: $(STAMP)
@@ -24,7 +26,13 @@ $(STAMP): pyproject.toml Makefile
 run: $(STAMP)
 	$(BIN)/optiforge campaign run $(RUN_ARGS)
 
-test: $(STAMP)
+# The OpenAI-backend tests talk to a real llama.cpp server; llama-cpp-python builds from source
+# (a few minutes on 2 cores; pip caches the wheel afterwards).
+$(LLAMA_STAMP): $(STAMP)
+	CMAKE_ARGS="-DGGML_NATIVE=off" $(BIN)/python -m pip install -q "llama-cpp-python[server]>=0.3"
+	@touch $(LLAMA_STAMP)
+
+test: $(STAMP) $(LLAMA_STAMP)
 	$(BIN)/python -m pytest -q
 
 lint: $(STAMP)

@@ -1,12 +1,15 @@
 """Where optiforge keeps its files and which database it talks to.
 
-Two environment variables configure everything:
+Environment variables:
 
 ``OPTIFORGE_HOME``
     Folder for the default SQLite database and campaign artifacts (default ``./.optiforge``).
 ``OPTIFORGE_DB``
     SQLAlchemy URL of the store, e.g. ``postgresql+psycopg://user:pw@host:5432/db``
     (default: the SQLite file ``<home>/optiforge.db``). A bare file path is read as SQLite.
+``OPTIFORGE_CACHE``
+    Folder for re-creatable caches such as converted model weights (default
+    ``~/.cache/optiforge``); shared by every home so a model is converted once per machine.
 ``OPTIFORGE_SQLITE_SYNCHRONOUS``
     ``NORMAL`` (default) or ``FULL``. With SQLite's WAL journal both survive a killed process
     (nothing committed is lost); ``FULL`` also survives power loss / an OS crash, at the price
@@ -20,6 +23,14 @@ import re
 from pathlib import Path
 
 _SAFE_ID = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.-]{0,127}$")
+
+
+def cache_dir() -> Path:
+    """Re-creatable caches (``$OPTIFORGE_CACHE`` or ``~/.cache/optiforge``), created on demand."""
+    path = Path(os.environ.get("OPTIFORGE_CACHE") or Path.home() / ".cache" / "optiforge")
+    path = path.expanduser().resolve()
+    path.mkdir(parents=True, exist_ok=True)
+    return path
 
 
 def home() -> Path:

