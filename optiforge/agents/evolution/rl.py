@@ -115,6 +115,50 @@ def grpo_token_loss(
     return per_token_loss * mask, per_token_kl * mask, was_clipped
 
 
+def unpack_cpu_4bit_weights(model: torch.nn.Module, *, keep_unpacked: bool = True) -> int:
+    """Undo and (by default) switch off bitsandbytes' CPU inference packing of NF4 weights.
+
+    On CPUs with AVX512-BF16, bitsandbytes repacks a ``Linear4bit`` weight the first time the
+    layer runs in eval mode without grad (e.g. during generation) and from then on multiplies
+    with a fused bf16 kernel that has **no autograd**: backpropagation through the frozen base
+    then silently drops the input gradient, so only the LoRA factors next to the residual
+    stream would learn. Moreover the pack / unpack round trip is lossy (the NF4 block scales
+    pass through bf16; measured here: up to 7e-3 change of a dequantised weight per round
+    trip), so packing for every generation and unpacking for every update would make the
+    *frozen* base drift. Hence the learner unpacks once and keeps the weights unpacked;
+    generation then uses bitsandbytes' generic dequantise-and-matmul path.
+
+    Parameters
+    ----------
+    model : torch.nn.Module
+        Any module tree; only ``bitsandbytes.nn.Linear4bit`` layers are touched.
+    keep_unpacked : bool
+        Also stop bitsandbytes from packing these layers again.
+
+    Returns
+    -------
+    int
+        Number of layers that were packed and are now unpacked.
+    """
+    try:
+        from bitsandbytes.functional import _convert_weight_packed_for_cpu_inverse
+        from bitsandbytes.nn import Linear4bit
+    except ImportError:  # no bitsandbytes: nothing can be packed
+        return 0
+    count = 0
+    for module in model.modules():
+        if isinstance(module, Linear4bit):
+            if keep_unpacked:
+                module.support_avx512bf16_for_cpu = False
+            state = getattr(module.weight, "quant_state", None)
+            if state is not None and getattr(state, "packing_format_for_cpu", False):
+                module.weight.data, module.weight.quant_state = _convert_weight_packed_for_cpu_inverse(
+                    module.weight.data, state
+                )
+                count += 1
+    return count
+
+
 def _check_number(name: str, value: Any, *, low: float, low_open: bool, high: float | None = None,
                   high_open: bool = True) -> float:
     if isinstance(value, bool) or not isinstance(value, (int, float)):
@@ -271,6 +315,7 @@ class GRPOLearner:
         self._prompt_formatter = prompt_formatter
         self._step = 0
         self.model = self._wrap(model, gradient_checkpointing)
+        unpack_cpu_4bit_weights(self.model)
         self.adapter_name: str = self.model.active_adapter
         self._params = [p for n, p in self.model.named_parameters() if p.requires_grad]
         if not self._params:
@@ -308,6 +353,17 @@ class GRPOLearner:
                 return get_peft_model(model, config)
         except ValueError as exc:
             raise ValueError(f"target_modules: {exc}") from exc
+
+    def _activate(self) -> None:
+        """Make this learner's adapter the active, trainable one again.
+
+        A backend that loads a saved version into the same model object (PEFT adds it beside
+        ours and activates it) would otherwise leave our parameters out of the forward pass.
+        """
+        # The layers, not the PeftModel wrapper, decide which adapter runs: set them directly.
+        self.model.base_model.set_adapter(self.adapter_name)
+        for p in self._params:
+            p.requires_grad_(True)
 
     @property
     def step_count(self) -> int:
@@ -450,7 +506,9 @@ class GRPOLearner:
         n_tokens = float(sum(b["mask"].sum().item() for b in batches))
         n_seqs = float(sum(b["mask"].shape[0] for b in batches))
         was_training = self.model.training
+        self._activate()
         self.model.train()
+        unpack_cpu_4bit_weights(self.model)
         try:
             with torch.no_grad():
                 ref = None
