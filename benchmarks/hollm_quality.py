@@ -6,7 +6,7 @@ method and function (markdown) and writes a convergence plot to docs/img/hollm_c
     python benchmarks/hollm_quality.py --seeds 5 [--methods hollm-sobol,random,tpe,cmaes]
     python benchmarks/hollm_quality.py --methods hollm-llm --functions hartmann-6 --seeds 1
 
-``hollm-llm`` uses the bundled model (``optiforge.platform.llm.from_spec("smollm2")``).
+``hollm-llm`` uses the bundled model (``optiforge.platform.llm.from_spec("smollm2:none")``).
 Results are cached as JSON (``--out``) so methods can be run separately and plotted together.
 """
 
@@ -91,9 +91,12 @@ def main() -> None:
     llm = None
     for method in args.methods.split(","):
         if method == "hollm-llm" and llm is None:
+            import torch
+
             from optiforge.platform.llm import from_spec
 
-            llm = from_spec("smollm2")
+            torch.set_num_threads(1)  # a 135M model on 2 shared cores: extra threads only contend
+            llm = from_spec("smollm2:none")
         for fname in args.functions.split(","):
             task = get_blackbox_task(fname)
             for seed in range(args.seeds):

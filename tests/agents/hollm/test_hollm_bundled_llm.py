@@ -1,6 +1,7 @@
 """HOLLM with the real bundled model (slow: loads SmolLM2 and generates on the CPU)."""
 
 import pytest
+import torch
 
 from optiforge.agents.hollm import HOLLMAgent
 from optiforge.blackbox import get_blackbox_task
@@ -16,10 +17,15 @@ def test_llm_proposer_with_the_bundled_model():
                                     "context_points": 8}, llm=llm, seed=0)
     assert agent.proposer_name == "llm"
     seen = []
-    while agent.n_total < 5:
-        for p in agent.ask(3 if agent.n_observed == 0 else 2):
-            seen.append(p)
-            agent.tell(p, task(p))
+    threads = torch.get_num_threads()
+    torch.set_num_threads(1)  # a 135M model on a shared 2-core machine: threads only contend
+    try:
+        while agent.n_total < 5:
+            for p in agent.ask(3 if agent.n_observed == 0 else 2):
+                seen.append(p)
+                agent.tell(p, task(p))
+    finally:
+        torch.set_num_threads(threads)
     stats = agent.stats
     # One iteration: one batched generate call with one prompt per chosen region.
     assert stats["llm_calls"] == 1 and stats["llm_prompts"] <= 2
