@@ -110,10 +110,9 @@ class EvolutionCampaign:
     def _restore_adapter(self) -> None:
         adapters = self.store.artifacts(self.campaign.id, kind="adapter")
         if adapters:
-            latest = adapters[-1]
-            self.learner.load(latest.path)
-            if hasattr(self.llm, "load_adapter"):
-                self.llm.load_adapter(latest.path)
+            # The learner's adapter lives in the generator's own model object (injected in
+            # place), so restoring it is all the generator needs.
+            self.learner.load(adapters[-1].path)
 
     def _state(self) -> dict[str, Any]:
         return {"agent": self.agent.state_dict(), "pending_groups": self._pending_groups}
@@ -208,8 +207,6 @@ class EvolutionCampaign:
             self.campaign.id, "adapter", directory.name, directory,
             meta={k: float(v) for k, v in stats.items() if isinstance(v, int | float)},
         )
-        if hasattr(self.llm, "load_adapter"):
-            self.llm.load_adapter(directory)
         self._pending_groups = []
 
     def run(self, progress: ProgressCallback | None = None) -> CampaignReport:
@@ -378,7 +375,11 @@ def run_campaign(
             )
         from optiforge.agents.evolution.rl import GRPOLearner
 
+        agent_cfg = campaign.config.get("agent", {})
+        options = {"temperature": agent_cfg.get("temperature", 0.8),
+                   "max_completion_tokens": agent_cfg.get("max_new_tokens", 512),
+                   **campaign.config.get("rl_options", {})}
         learner = GRPOLearner(llm.model, llm.tokenizer, seed=campaign.seed,
-                              **campaign.config.get("rl_options", {}))
+                              prompt_formatter=llm.format_prompt, **options)
     with make_executor(campaign.executor, workers=workers) as evaluator:
         return EvolutionCampaign(store, campaign_id, llm, evaluator, learner).run(progress)
