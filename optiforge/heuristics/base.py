@@ -51,6 +51,39 @@ class HeuristicTask(Protocol):
         """Validate ``solution`` for ``split`` and compute the score (lower is better)."""
 
 
+class NamedDatasetSplits:
+    """Mixin for tasks whose splits are fixed groups of named datasets.
+
+    Subclasses set ``split_table`` (split -> dataset names) and ``all_datasets`` (a callable
+    returning every dataset name); any single dataset name is also accepted as a split.
+    """
+
+    split_table: dict[str, tuple[str, ...]]
+    all_datasets: Callable[[], list[str]]
+
+    def datasets(self) -> list[str]:
+        """Names of every dataset (usable as ``split`` too)."""
+        return list(type(self).all_datasets())
+
+    def split_datasets(self, split: str) -> tuple[str, ...]:
+        """Dataset names that make up ``split`` (a split name or a single dataset name).
+
+        Raises
+        ------
+        ValueError
+            If ``split`` is neither a split nor a dataset name.
+        """
+        names = self.datasets()
+        if isinstance(split, str) and split in self.split_table:
+            return self.split_table[split]
+        if isinstance(split, str) and split in names:
+            return (split,)
+        raise ValueError(
+            f"split: unknown split {split!r}; use one of {', '.join(SPLITS)} or a dataset name "
+            f"({', '.join(names)})"
+        )
+
+
 _REGISTRY: dict[str, Callable[[], HeuristicTask]] = {}
 _CACHE: dict[str, HeuristicTask] = {}
 

@@ -7,7 +7,7 @@ from typing import Any
 
 import numpy as np
 
-from optiforge.heuristics.base import SPLITS
+from optiforge.heuristics.base import NamedDatasetSplits
 from optiforge.heuristics.binpacking.datasets import (
     SPLIT_DATASETS,
     BinPackingDataset,
@@ -45,7 +45,7 @@ def priority(item: float, bins: np.ndarray) -> np.ndarray:
 '''
 
 
-class BinPackingTask:
+class BinPackingTask(NamedDatasetSplits):
     """Online 1-D bin packing with a learned ``priority(item, bins)`` heuristic.
 
     The simulation follows FunSearch [1]_ exactly (see
@@ -73,6 +73,8 @@ class BinPackingTask:
     entry_point = "priority"
     template = TEMPLATE
     imports = IMPORTS
+    split_table = SPLIT_DATASETS
+    all_datasets = staticmethod(dataset_names)
     baseline = "best_fit"
 
     def __init__(self) -> None:
@@ -80,30 +82,9 @@ class BinPackingTask:
         self.seeds: dict[str, str] = dict(SEEDS)
 
     # -- datasets -------------------------------------------------------------------------
-    def datasets(self) -> list[str]:
-        """Names of every dataset (usable as ``split`` too)."""
-        return dataset_names()
-
     def dataset(self, name: str) -> BinPackingDataset:
         """The named dataset, e.g. ``task.dataset("weibull_5k")``."""
         return get_dataset(name)
-
-    def split_datasets(self, split: str) -> tuple[str, ...]:
-        """Dataset names that make up ``split`` (a split name or a single dataset name).
-
-        Raises
-        ------
-        ValueError
-            If ``split`` is neither a split nor a dataset name.
-        """
-        if isinstance(split, str) and split in SPLITS:
-            return SPLIT_DATASETS[split]
-        if isinstance(split, str) and split in dataset_names():
-            return (split,)
-        raise ValueError(
-            f"split: unknown split {split!r}; use one of {', '.join(SPLITS)} or a dataset name "
-            f"({', '.join(dataset_names())})"
-        )
 
     # -- protocol ---------------------------------------------------------------------------
     def inputs(self, split: str) -> dict[str, Any]:

@@ -8,7 +8,7 @@ from typing import Any
 
 import numpy as np
 
-from optiforge.heuristics.base import SPLITS
+from optiforge.heuristics.base import NamedDatasetSplits
 from optiforge.heuristics.tsp.construct import construct_tour
 from optiforge.heuristics.tsp.instances import (
     SPLIT_DATASETS,
@@ -61,7 +61,7 @@ def reference_lengths(name: str) -> np.ndarray:
     return np.array(out)
 
 
-class TSPTask:
+class TSPTask(NamedDatasetSplits):
     """Euclidean TSP with a constructive ``select_next_node`` heuristic.
 
     The tour starts at node 0, follows the heuristic's choices and returns to node 0
@@ -92,36 +92,17 @@ class TSPTask:
     entry_point = "select_next_node"
     template = TEMPLATE
     imports = IMPORTS
+    split_table = SPLIT_DATASETS
+    all_datasets = staticmethod(dataset_names)
     baseline = "nearest_neighbor"
 
     def __init__(self) -> None:
         # Instances and reference tours are built lazily and cached per process: construction is cheap.
         self.seeds: dict[str, str] = dict(SEEDS)
 
-    def datasets(self) -> list[str]:
-        """Names of every dataset (usable as ``split`` too)."""
-        return dataset_names()
-
     def dataset(self, name: str) -> TSPDataset:
         """The named dataset, e.g. ``task.dataset("tsp100")``."""
         return get_dataset(name)
-
-    def split_datasets(self, split: str) -> tuple[str, ...]:
-        """Dataset names that make up ``split`` (a split name or a single dataset name).
-
-        Raises
-        ------
-        ValueError
-            If ``split`` is neither a split nor a dataset name.
-        """
-        if isinstance(split, str) and split in SPLITS:
-            return SPLIT_DATASETS[split]
-        if isinstance(split, str) and split in dataset_names():
-            return (split,)
-        raise ValueError(
-            f"split: unknown split {split!r}; use one of {', '.join(SPLITS)} or a dataset name "
-            f"({', '.join(dataset_names())})"
-        )
 
     def reference_lengths(self, name: str) -> np.ndarray:
         """Reference tour lengths of dataset ``name`` (cached per process)."""
