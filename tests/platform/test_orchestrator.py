@@ -93,3 +93,45 @@ def test_hollm_campaign_resumes_from_its_stored_state(home):
     import json
     for c in rows:
         assert c.score == pytest.approx(task(json.loads(c.code)))
+
+
+
+@pytest.mark.slow
+def test_grpo_campaign_versions_adapters_and_resumes_from_the_last(home):
+    """--rl grpo on the bundled NF4 model: an adapter version per RL step, restored on resume."""
+    from optiforge.agents.evolution.rl import GRPOLearner
+    from optiforge.platform.cli.campaign import campaign_summary
+    from optiforge.platform.executors import make_executor
+    from optiforge.platform.llm import clear_cache, from_spec
+    from optiforge.platform.orchestrator import EvolutionCampaign
+
+    store = Store()
+    config = {"agent": {"samples_per_prompt": 4, "max_new_tokens": 24}, "rl_every": 1}
+    cid = create_campaign(store, task="binpacking", budget=8, llm="smollm2", rl="grpo",
+                          config=config, seed=0)
+    run_campaign(store, cid)
+    adapters = store.artifacts(cid, kind="adapter")
+    assert [a.meta["step"] for a in adapters] == [1.0, 2.0]
+    assert all({"mean_reward", "kl", "loss"} <= set(a.meta) for a in adapters)
+    summary = campaign_summary(store, cid)
+    assert summary["rl_steps"] == 2 and len(summary["reward_trend"]) == 2
+    trained = {n: p.detach().clone() for n, p in from_spec("smollm2").model.named_parameters()
+               if "lora_" in n}
+
+    # What a resumed process does: a fresh model, a fresh learner, then the stored state.
+    clear_cache()
+    llm = from_spec("smollm2")
+    learner = GRPOLearner(llm.model, llm.tokenizer, seed=0, prompt_formatter=llm.format_prompt)
+    with make_executor("local", workers=1) as ex:
+        campaign = EvolutionCampaign(store, cid, llm, ex, learner)
+        assert campaign._restore()
+    assert learner.step_count == 2
+    restored = {n: p.detach() for n, p in llm.model.named_parameters() if "lora_" in n}
+    assert restored.keys() == trained.keys() and trained
+    assert all(torch_equal(restored[n], trained[n]) for n in trained)
+
+
+def torch_equal(a, b) -> bool:
+    import torch
+
+    return bool(torch.equal(a, b))
