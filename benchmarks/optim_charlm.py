@@ -106,13 +106,13 @@ def evaluate(model: nn.Module, val: torch.Tensor, ctx: int, device: str) -> floa
     return sum(losses) / len(losses)
 
 
-def run(name: str, make_opt, train: torch.Tensor, val: torch.Tensor, steps: int, device: str):
-    torch.manual_seed(0)
+def run(name: str, make_opt, train: torch.Tensor, val: torch.Tensor, steps: int, device: str, seed: int = 0):
+    torch.manual_seed(seed)
     model = CharLM().to(device)
     opt = make_opt(model)
     curve = []
     t0 = time.perf_counter()
-    for i, (x, y) in enumerate(batches(train, steps, 16, 64, seed=0, device=device), 1):
+    for i, (x, y) in enumerate(batches(train, steps, 16, 64, seed=seed, device=device), 1):
         loss = F.cross_entropy(model(x).flatten(0, 1), y.flatten())
         opt.zero_grad(set_to_none=True)
         loss.backward()
@@ -122,7 +122,7 @@ def run(name: str, make_opt, train: torch.Tensor, val: torch.Tensor, steps: int,
         if i % max(1, steps // 5) == 0 or i == steps:
             curve.append((i, evaluate(model, val, 64, device)))
     final = curve[-1][1] if curve and len(curve) and curve[-1][0] == steps else float("nan")
-    print(f"  {name}: val loss {final:.4f} ({time.perf_counter() - t0:.0f} s)", flush=True)
+    print(f"  {name} (seed {seed}): val loss {final:.4f} ({time.perf_counter() - t0:.0f} s)", flush=True)
     return final, curve
 
 
@@ -137,11 +137,15 @@ def main() -> None:
     ap = argparse.ArgumentParser()
     ap.add_argument("--steps", type=int, default=150)
     ap.add_argument("--threads", type=int, default=2)
+    ap.add_argument("--seeds", type=int, default=1, help="seeds (model init + batch order) averaged per optimizer")
+    ap.add_argument("--only", choices=("all", "muon", "alias"), default="all", help="which comparison to run")
+    ap.add_argument("--sign-lrs", default="3e-4,1e-3,3e-3,1e-2,3e-2", help="sign-SGD learning-rate grid")
     args = ap.parse_args()
     torch.set_num_threads(args.threads)
     device = "cuda" if torch.cuda.is_available() else "cpu"
     train, val = load_corpus()
-    print(f"corpus: {len(train)} train / {len(val)} validation bytes; {args.steps} steps, batch 16x64\n")
+    print(f"corpus: {len(train)} train / {len(val)} validation bytes; {args.steps} steps, batch 16x64, "
+          f"{args.seeds} seed(s)\n")
     res: dict[str, tuple[float, list]] = {}
     plan = {
         "AdamW lr=3e-3": lambda m: torch.optim.AdamW(m.parameters(), lr=3e-3, betas=(0.9, 0.95)),
@@ -151,41 +155,52 @@ def main() -> None:
         "ALIAS (momentum)": lambda m: ALIAS(m.parameters(), variant="momentum"),
         "ALIAS (memory_efficient)": lambda m: ALIAS(m.parameters(), variant="memory_efficient"),
     }
-    for lr in (3e-4, 1e-3, 3e-3):
+    for lr in (float(v) for v in args.sign_lrs.split(",")):
         plan[f"sign-SGD lr={lr:g}"] = lambda m, lr=lr: SignSGD(m.parameters(), lr)
+    wanted = {"muon": ("AdamW", "Muon"), "alias": ("AdamW", "ALIAS", "sign-SGD")}.get(args.only)
+    if wanted:
+        plan = {k: v for k, v in plan.items() if k.startswith(wanted)}
     for name, make in plan.items():
-        res[name] = run(name, make, train, val, args.steps, device)
+        runs = [run(name, make, train, val, args.steps, device, seed) for seed in range(args.seeds)]
+        # Seeds share evaluation steps, so curves average point-wise; a diverged seed makes the mean nan.
+        curve = [(c[0][0], sum(r[1][i][1] for r in runs) / len(runs)) for i, c in enumerate(zip(*(r[1] for r in runs), strict=False))]
+        res[name] = (sum(r[0] for r in runs) / len(runs), curve, [r[0] for r in runs])
 
     adamw = res["AdamW lr=3e-3"][0]
-    sign_runs = {k: v[0] for k, v in res.items() if k.startswith("sign-SGD") and math.isfinite(v[0])}
-    best_sign_name = min(sign_runs, key=sign_runs.get)
-    best_sign = sign_runs[best_sign_name]
-    print("\n| optimizer | validation loss |\n|---|---|")
-    for name, (final, _) in res.items():
-        print(f"| {name} | {final:.4f} |")
-    pe, jo = res["Muon (polar_express)"][0], res["Muon (jordan)"][0]
-    print(f"\nMuon goal (Polar Express <= Jordan < AdamW {adamw:.4f}): {pe <= jo < adamw}")
-    for v in ("standard", "momentum", "memory_efficient"):
-        a = res[f"ALIAS ({v})"][0]
-        print(f"ALIAS ({v}) vs tuned {best_sign_name} ({best_sign:.4f}): {100 * (a - best_sign) / best_sign:+.2f}% "
-              f"(goal within 5%: {a <= 1.05 * best_sign})")
+    print("\n| optimizer | validation loss (mean) | per seed |\n|---|---|---|")
+    for name, (final, _, per_seed) in res.items():
+        print(f"| {name} | {final:.4f} | {', '.join(f'{v:.4f}' for v in per_seed)} |")
+    panels = []
+    if "Muon (polar_express)" in res:
+        pe, jo = res["Muon (polar_express)"][0], res["Muon (jordan)"][0]
+        print(f"\nMuon goal (Polar Express {pe:.4f} <= Jordan {jo:.4f} < AdamW {adamw:.4f}): {pe <= jo < adamw}")
+        panels.append(("Muon vs AdamW", ["AdamW lr=3e-3", "Muon (polar_express)", "Muon (jordan)"]))
+    if "ALIAS (standard)" in res:
+        sign_runs = {k: v[0] for k, v in res.items() if k.startswith("sign-SGD") and math.isfinite(v[0])}
+        best_sign_name = min(sign_runs, key=sign_runs.get)
+        best_sign = sign_runs[best_sign_name]
+        print()
+        for v in ("standard", "momentum", "memory_efficient"):
+            a = res[f"ALIAS ({v})"][0]
+            print(f"ALIAS ({v}) vs tuned {best_sign_name} ({best_sign:.4f}): {100 * (a - best_sign) / best_sign:+.2f}% "
+                  f"(goal within 5%: {a <= 1.05 * best_sign})")
+        panels.append(("ALIAS (no lr) vs grid-searched sign-SGD",
+                       ["ALIAS (standard)", "ALIAS (momentum)", "ALIAS (memory_efficient)", best_sign_name,
+                        "AdamW lr=3e-3"]))
 
-    fig, axes = plt.subplots(1, 2, figsize=(13, 4.5))
-    for ax, keys in zip(axes, (
-        ["AdamW lr=3e-3", "Muon (polar_express)", "Muon (jordan)"],
-        ["ALIAS (standard)", "ALIAS (momentum)", "ALIAS (memory_efficient)", best_sign_name, "AdamW lr=3e-3"],
-    ), strict=True):
+    fig, axes = plt.subplots(1, len(panels), figsize=(6.5 * len(panels), 4.5), squeeze=False)
+    for ax, (title, keys) in zip(axes[0], panels, strict=True):
         for k in keys:
             c = res[k][1]
             ax.plot([s for s, _ in c], [v for _, v in c], marker="o", label=k)
         ax.set_xlabel("step")
-        ax.set_ylabel("validation loss (nats/byte)")
+        ax.set_ylabel(f"validation loss (nats/byte, mean of {args.seeds} seed(s))")
+        ax.set_title(title)
         ax.grid(alpha=0.3)
         ax.legend()
-    axes[0].set_title("Muon vs AdamW")
-    axes[1].set_title("ALIAS (no lr) vs grid-searched sign-SGD")
     fig.tight_layout()
-    fig.savefig("docs/img/optim_charlm.png", dpi=110)
+    suffix = "" if args.only == "all" else f"_{args.only}"
+    fig.savefig(f"docs/img/optim_charlm{suffix}.png", dpi=110)
 
 
 if __name__ == "__main__":

@@ -3,7 +3,8 @@
 Setup of the paper's code: one-hot (a, b) inputs of size 2p, a 2-layer ReLU MLP with 512 hidden
 units, squared loss on one-hot targets plus 0.5 * 1e-4 ||W||^2, 50% train split, batch 512,
 lr 0.7; EGD equalises only the first layer's gradient and switches to SGD after 95% validation
-accuracy. Run: ``python benchmarks/optim_egd_modadd.py``; writes docs/img/optim_egd_modadd.png.
+accuracy. Deviation: the squared error is summed over the p outputs (mean over the batch), not
+averaged over them as in the paper's code (see ``run``). Run: ``python benchmarks/optim_egd_modadd.py``; writes docs/img/optim_egd_modadd.png.
 """
 
 from __future__ import annotations
@@ -44,7 +45,10 @@ def run(name: str, make_opt, max_steps: int, eval_every: int, wd: float = 1e-4):
     for step in range(1, max_steps + 1):
         idx = torch.randint(0, len(yt), (512,), generator=gen)
         out = model(xt[idx])
-        loss = ((out - nn.functional.one_hot(yt[idx], P).float()) ** 2).mean()
+        # Squared error summed over the p outputs, averaged over the batch: averaging over the outputs
+        # too shrinks the data gradient 97x, so the weight-decay term dominates W1's gradient and EGD
+        # equalises mostly weight decay (measured: no optimizer left chance accuracy in 1500 steps).
+        loss = ((out - nn.functional.one_hot(yt[idx], P).float()) ** 2).sum(1).mean()
         if wd and not isinstance(opt, (EGD, torch.optim.AdamW)):
             loss = loss + 0.5 * wd * sum((p**2).sum() for p in model.parameters() if p.ndim > 1)
         opt.zero_grad()

@@ -22,7 +22,7 @@ from optiforge.optim import Muon  # noqa: E402
 from optiforge.optim.lowprec import Quantized  # noqa: E402
 
 
-def train(opt_name: str, bits: int | None, steps: int, seed: int) -> float:
+def train(opt_name: str, bits: int | None, steps: int, seed: int, rounding: str = "stochastic") -> float:
     digits = load_digits()
     x = torch.tensor(digits.data, dtype=torch.float32) / 16.0
     y = torch.tensor(digits.target)
@@ -35,7 +35,7 @@ def train(opt_name: str, bits: int | None, steps: int, seed: int) -> float:
         inner = torch.optim.Adam(model.parameters(), lr=1e-3)
     else:
         inner = Muon(model.parameters(), lr=0.02, adamw_lr=1e-3, ns_dtype=torch.float32)
-    opt = Quantized(inner, weights=bits, grads=bits, states=bits, seed=seed)
+    opt = Quantized(inner, weights=bits, grads=bits, states=bits, rounding=rounding, seed=seed)
     gen = torch.Generator().manual_seed(seed)
     for _ in range(steps):
         idx = torch.randint(0, len(y), (128,), generator=gen)
@@ -52,13 +52,16 @@ def main() -> None:
     ap.add_argument("--steps", type=int, default=400)
     ap.add_argument("--seeds", type=int, default=2)
     ap.add_argument("--threads", type=int, default=2)
+    ap.add_argument("--rounding", choices=("stochastic", "nearest"), default="stochastic",
+                    help="stochastic rounding is unbiased; round-to-nearest lets small updates stagnate")
+    ap.add_argument("--png", default="docs/img/optim_lowprec.png")
     args = ap.parse_args()
     torch.set_num_threads(args.threads)
     settings: list[int | None] = list(range(1, 11)) + [None]
     res = {}
     for name in ("Adam", "Muon"):
         for bits in settings:
-            vals = [train(name, bits, args.steps, s) for s in range(args.seeds)]
+            vals = [train(name, bits, args.steps, s, args.rounding) for s in range(args.seeds)]
             res[(name, bits)] = sum(vals) / len(vals)
             print(f"  {name} M={bits if bits is not None else 'fp32'}: {res[(name, bits)]:.4f}", flush=True)
     print("\n| mantissa bits | " + " | ".join("fp32" if b is None else str(b) for b in settings) + " |")
@@ -81,12 +84,13 @@ def main() -> None:
         ax.axhline(res[(name, None)], ls="--", lw=0.8, color="C0" if name == "Adam" else "C1",
                    label=f"{name} fp32")
     ax.set_yscale("log")
+    ax.set_title(f"digits MLP, {args.rounding} rounding, mean of {args.seeds} seed(s)")
     ax.set_xlabel("mantissa bits M (weights, gradients, states)")
     ax.set_ylabel(f"final training loss after {args.steps} steps")
     ax.legend()
     ax.grid(alpha=0.3)
     fig.tight_layout()
-    fig.savefig("docs/img/optim_lowprec.png", dpi=110)
+    fig.savefig(args.png, dpi=110)
 
 
 if __name__ == "__main__":
