@@ -2,17 +2,22 @@
 
 from __future__ import annotations
 
+import logging
 import os
 
 import typer
+
+from optiforge.platform.cli import campaign, study  # heavy libraries load lazily, later
 
 # Library chatter (download/conversion progress bars, hub warnings) would drown the campaign's
 # own progress bar; users can still opt back in by setting these themselves.
 os.environ.setdefault("TRANSFORMERS_VERBOSITY", "error")
 os.environ.setdefault("HF_HUB_DISABLE_PROGRESS_BARS", "1")
 os.environ.setdefault("HF_HUB_OFFLINE", "1")
+# bitsandbytes warns on every CPU load that it could not fetch an optional kernel from the Hub;
+# optiforge never uses the Hub, so the warning is noise here.
+logging.getLogger("bitsandbytes.backends.cpu.ops").setLevel(logging.ERROR)
 
-from optiforge.platform.cli import campaign, study
 
 app = typer.Typer(
     name="optiforge",
