@@ -245,7 +245,10 @@ class GRPOLearner:
     code); the end-of-sequence token is trained only for :class:`~optiforge.types.Completion`
     inputs with ``finish_reason == "stop"`` (plain strings carry no stop information). CALM
     does not report epsilon, beta or the number of epochs per batch; the defaults above are
-    TRL's / the GRPO paper's.
+    TRL's / the GRPO paper's. On CPU the learner switches off bitsandbytes' bf16 inference
+    packing of the NF4 layers it trains (see :func:`unpack_cpu_4bit_weights`: that kernel has no
+    autograd and its round trip is lossy), so generation on the shared model uses the generic
+    NF4 path.
     """
 
     def __init__(
