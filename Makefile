@@ -32,6 +32,12 @@ $(LLAMA_STAMP): $(STAMP)
 	CMAKE_ARGS="-DGGML_NATIVE=off" $(BIN)/python -m pip install -q "llama-cpp-python[server]>=0.3"
 	@touch $(LLAMA_STAMP)
 
+# One BLAS/OpenMP thread per process: the tests start several processes (sandbox workers,
+# servers, model loads) on a 2-core machine, where oversubscribed OpenMP threads slow
+# everything down several-fold. Override with `make OMP_NUM_THREADS=2 test`.
+OMP_NUM_THREADS ?= 1
+export OMP_NUM_THREADS
+
 test: $(STAMP) $(LLAMA_STAMP)
 	$(BIN)/python -m pytest -q
 

@@ -290,7 +290,7 @@ def report_to_json(report: CampaignReport) -> str:
 # ---------------------------------------------------------------------------- service layer
 AGENTS = ("evolution", "hollm")
 EXECUTORS = ("local", "ray")
-RL_MODES = ("none", "grpo")
+RL_MODES = ("auto", "none", "grpo")
 
 
 def create_campaign(
@@ -340,11 +340,16 @@ def create_campaign(
 
         get_blackbox_task(task)
         HOLLMConfig.from_options(cfg.get("agent_options", {}))
-        if rl != "none":
+        if rl == "grpo":
             raise ValueError("rl: RL fine-tuning applies to the evolution agent only")
         llm = llm or "none"  # HOLLM without an LLM: sobol proposer, gp predictor
     if llm != "none":
-        parse_spec(llm)  # raises ValueError naming `llm`
+        spec = parse_spec(llm)  # raises ValueError naming `llm`
+        if rl == "auto":
+            # CALM's co-evolution is the default wherever the model trains in process.
+            rl = "grpo" if agent == "evolution" and spec.kind == "hf" else "none"
+    elif rl == "auto":
+        rl = "none"
     cfg.update({"rl": rl, "workers": workers})
     return store.create_campaign(
         task=task, agent=agent, llm=llm, budget=budget, seed=seed, executor=executor,

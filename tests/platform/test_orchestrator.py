@@ -135,3 +135,15 @@ def torch_equal(a, b) -> bool:
     import torch
 
     return bool(torch.equal(a, b))
+
+
+def test_rl_auto_means_grpo_only_where_the_model_trains_in_process(home, replay_file):
+    store = Store()
+    local = create_campaign(store, task="binpacking", budget=4, llm="smollm2", rl="auto")
+    remote = create_campaign(store, task="binpacking", budget=4,
+                             llm="openai:http://127.0.0.1:9/v1#m", rl="auto")
+    replay = create_campaign(store, task="binpacking", budget=4, llm=f"replay:{replay_file}",
+                             rl="auto")
+    hollm = create_campaign(store, task="branin", agent="hollm", budget=4, rl="auto")
+    rl = {cid: store.get_campaign(cid).config["rl"] for cid in (local, remote, replay, hollm)}
+    assert rl == {local: "grpo", remote: "none", replay: "none", hollm: "none"}

@@ -145,7 +145,9 @@ def run(
     seed: int = typer.Option(0, help="Random seed (agent and sampling)."),
     executor: str = typer.Option("local", help="local | ray"),
     workers: int = typer.Option(2, help="Parallel sandbox workers."),
-    rl: str = typer.Option("none", help="none | grpo: fine-tune the LLM (LoRA) on heuristic quality."),
+    rl: str = typer.Option(
+        "auto", help="auto | none | grpo: fine-tune the LLM (LoRA, GRPO) on heuristic quality; "
+                     "auto = grpo where the model trains in process (smollm2, hf:...)."),
     samples: int = typer.Option(4, help="G: LLM samples per prompt."),
     max_new_tokens: int = typer.Option(384, help="Generation length limit per sample."),
     rl_every: int = typer.Option(2, help="With --rl grpo: one RL update every K rounds."),
