@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import logging
 import os
+import warnings
 
 import typer
 
@@ -20,6 +21,8 @@ os.environ.setdefault("OMP_NUM_THREADS", "1")
 # bitsandbytes warns on every CPU load that it could not fetch an optional kernel from the Hub;
 # optiforge never uses the Hub, so the warning is noise here.
 logging.getLogger("bitsandbytes.backends.cpu.ops").setLevel(logging.ERROR)
+# Deprecation notices from inside transformers/peft are for their maintainers, not our users.
+warnings.filterwarnings("ignore", category=FutureWarning, module=r"(transformers|peft)\.")
 
 
 app = typer.Typer(
