@@ -54,11 +54,18 @@ def test_evaluate_json(home, tmp_path):
     assert r.returncode == 1 and json.loads(r.stdout)["valid"] is False
 
 
-def test_kill_9_and_resume_loses_nothing(home, replay_file, tmp_path):
-    budget = 60
+def test_kill_9_and_resume_loses_nothing(home, tmp_path):
+    # Every response a distinct program, so every round really runs the sandbox and the
+    # campaign is still going when it is killed (duplicates would make rounds near-instant).
+    budget = 120
+    replay = tmp_path / "unique.jsonl"
+    replay.write_text("".join(
+        json.dumps({"text": "{The idea of the algorithm is to penalise slack.}\n```python\n"
+                            f"def priority(item, bins):\n    return -(bins - item) - {k / 1000} * bins\n```"})
+        + "\n" for k in range(budget)))
     proc = subprocess.Popen(
         [*CLI, "campaign", "run", "--task", "binpacking", "--budget", str(budget),
-         "--llm", f"replay:{replay_file}", "--workers", "1"],
+         "--llm", f"replay:{replay}", "--workers", "1"],
         stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
     )
     store = Store()
@@ -69,12 +76,14 @@ def test_kill_9_and_resume_loses_nothing(home, replay_file, tmp_path):
         if campaigns and store.rounds_done(campaigns[0].id) >= 3:
             cid = campaigns[0].id
             break
-        time.sleep(0.2)
+        time.sleep(0.05)
     assert cid is not None, "campaign made no progress"
     os.kill(proc.pid, signal.SIGKILL)
     proc.wait()
     before = {(c.id, c.hash, c.score, c.valid) for c in store.candidates(cid)}
     rounds_before = store.rounds_done(cid)
+    generated_before = sum(c.operator != "seed" for c in store.candidates(cid))
+    assert generated_before < budget, "the campaign finished before it could be killed"
     assert store.get_campaign(cid).status == "running"  # died without a chance to say so
 
     r = _cli("campaign", "resume", cid)
