@@ -11,7 +11,7 @@ import json
 import math
 import time
 
-from optiforge.platform.orchestrator import CampaignReport, ProgressCallback
+from optiforge.platform.orchestrator import CampaignReport, ProgressCallback, campaign_status
 from optiforge.platform.store import CandidateIn, Store
 from optiforge.types import content_hash
 
@@ -42,13 +42,12 @@ class BlackboxCampaign:
 
     def run(self, progress: ProgressCallback | None = None) -> CampaignReport:
         cid = self.campaign.id
-        self.store.set_campaign_status(cid, "running")
-        saved = self.store.latest_agent_state(cid)
-        if saved is not None:
-            self._round = saved[0] + 1
-            self.agent.load_state_dict(saved[1]["agent"])
-        done = self.agent.n_observed
-        try:
+        with campaign_status(self.store, cid):
+            saved = self.store.latest_agent_state(cid)
+            if saved is not None:
+                self._round = saved[0] + 1
+                self.agent.load_state_dict(saved[1]["agent"])
+            done = self.agent.n_observed
             while done < self.campaign.budget:
                 batch = self.agent.ask(min(self.agent.config.b, self.campaign.budget - done))
                 cands = []
@@ -74,12 +73,6 @@ class BlackboxCampaign:
                 if progress:
                     best = self.agent.best
                     progress(done, self.campaign.budget, None if best is None else best[1])
-        except KeyboardInterrupt:
-            self.store.set_campaign_status(cid, "interrupted")
-            raise
-        except BaseException:
-            self.store.set_campaign_status(cid, "failed")
-            raise
         self.store.set_campaign_status(cid, "finished")
         best = self.store.best_candidates(cid, k=1)
         report = CampaignReport(

@@ -16,7 +16,8 @@ evaluation; only the round in flight is redone.
 from __future__ import annotations
 
 import json
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -25,6 +26,23 @@ from optiforge.types import Evaluation
 
 ProgressCallback = Callable[[int, int, float | None], None]
 """Called after each round with (programs generated so far, budget, best score so far)."""
+
+
+@contextmanager
+def campaign_status(store: Store, campaign_id: str) -> Iterator[None]:
+    """Mark the campaign ``running`` for the block; ``interrupted`` or ``failed`` if it raises.
+
+    A ``kill -9`` leaves it ``running``, which ``resume`` accepts like ``interrupted``.
+    """
+    store.set_campaign_status(campaign_id, "running")
+    try:
+        yield
+    except KeyboardInterrupt:
+        store.set_campaign_status(campaign_id, "interrupted")
+        raise
+    except BaseException:
+        store.set_campaign_status(campaign_id, "failed")
+        raise
 
 
 @dataclass
@@ -211,8 +229,7 @@ class EvolutionCampaign:
 
     def run(self, progress: ProgressCallback | None = None) -> CampaignReport:
         """Run until the budget of generated programs is spent, then re-score the best on test."""
-        self.store.set_campaign_status(self.campaign.id, "running")
-        try:
+        with campaign_status(self.store, self.campaign.id):
             if not self._restore():
                 self._seed_round()
             generated = self.generated()
@@ -233,12 +250,6 @@ class EvolutionCampaign:
                     self._rl_step()
                 if progress:
                     progress(generated, self.campaign.budget, self._best_score())
-        except KeyboardInterrupt:
-            self.store.set_campaign_status(self.campaign.id, "interrupted")
-            raise
-        except BaseException:
-            self.store.set_campaign_status(self.campaign.id, "failed")
-            raise
         report = self.final_report()
         self.store.set_campaign_status(self.campaign.id, "finished")
         return report
