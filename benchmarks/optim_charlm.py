@@ -80,10 +80,15 @@ class SignSGD(torch.optim.Optimizer):
 
     @torch.no_grad()
     def step(self, closure=None):
+        loss = None
+        if closure is not None:
+            with torch.enable_grad():
+                loss = closure()
         for g in self.param_groups:
             for p in g["params"]:
                 if p.grad is not None:
                     p.add_(p.grad.sign(), alpha=-g["lr"])
+        return loss
 
 
 def batches(data: torch.Tensor, n: int, bsz: int, ctx: int, seed: int, device: str):
@@ -113,10 +118,13 @@ def run(name: str, make_opt, train: torch.Tensor, val: torch.Tensor, steps: int,
     curve = []
     t0 = time.perf_counter()
     for i, (x, y) in enumerate(batches(train, steps, 16, 64, seed=seed, device=device), 1):
-        loss = F.cross_entropy(model(x).flatten(0, 1), y.flatten())
-        opt.zero_grad(set_to_none=True)
-        loss.backward()
-        opt.step()
+        def closure(x=x, y=y):
+            opt.zero_grad(set_to_none=True)
+            loss = F.cross_entropy(model(x).flatten(0, 1), y.flatten())
+            loss.backward()
+            return loss
+
+        loss = opt.step(closure)  # a closure: ALIAS with lower_bound reads f(x_0) from it
         if not math.isfinite(loss.item()):
             break
         if i % max(1, steps // 5) == 0 or i == steps:
@@ -154,6 +162,10 @@ def main() -> None:
         "ALIAS (standard)": lambda m: ALIAS(m.parameters()),
         "ALIAS (momentum)": lambda m: ALIAS(m.parameters(), variant="momentum"),
         "ALIAS (memory_efficient)": lambda m: ALIAS(m.parameters(), variant="memory_efficient"),
+        "ALIAS (standard, lower_bound=0)": lambda m: ALIAS(m.parameters(), lower_bound=0.0),
+        "ALIAS (momentum, lower_bound=0)": lambda m: ALIAS(m.parameters(), variant="momentum", lower_bound=0.0),
+        "ALIAS (memory_efficient, lower_bound=0)": lambda m: ALIAS(m.parameters(), variant="memory_efficient",
+                                                                  lower_bound=0.0),
     }
     for lr in (float(v) for v in args.sign_lrs.split(",")):
         plan[f"sign-SGD lr={lr:g}"] = lambda m, lr=lr: SignSGD(m.parameters(), lr)
@@ -180,12 +192,12 @@ def main() -> None:
         best_sign_name = min(sign_runs, key=sign_runs.get)
         best_sign = sign_runs[best_sign_name]
         print()
-        for v in ("standard", "momentum", "memory_efficient"):
+        for v in [k[len("ALIAS ("):-1] for k in res if k.startswith("ALIAS")]:
             a = res[f"ALIAS ({v})"][0]
             print(f"ALIAS ({v}) vs tuned {best_sign_name} ({best_sign:.4f}): {100 * (a - best_sign) / best_sign:+.2f}% "
                   f"(goal within 5%: {a <= 1.05 * best_sign})")
         panels.append(("ALIAS (no lr) vs grid-searched sign-SGD",
-                       ["ALIAS (standard)", "ALIAS (momentum)", "ALIAS (memory_efficient)", best_sign_name,
+                       [k for k in res if k.startswith("ALIAS")] + [best_sign_name,
                         "AdamW lr=3e-3"]))
 
     fig, axes = plt.subplots(1, len(panels), figsize=(6.5 * len(panels), 4.5), squeeze=False)

@@ -73,7 +73,9 @@ class ALIAS(Optimizer):
     * distance to the optimum in function value (Option I): ``d~_t = sum_{i<t} gamma_i <g_{i+1},
       sign(g_i)>`` (a lower bound of ``f(x_0) - f(x_t)`` under convexity), ``d_t = max(d_{t-1},
       d~_t)`` starting from ``d0``;
-    * step: ``gamma_t = lambda_t sqrt(d_t)``.
+    * step: ``gamma_t = lambda_t sqrt(d_t)``; with ``lower_bound`` set (the paper's Option II),
+      ``gamma_t = lambda_t sqrt(f(x_0) - lower_bound)`` instead, ``f(x_0)`` being the loss the
+      closure returns on the first step.
 
     Parameters
     ----------
@@ -89,7 +91,13 @@ class ALIAS(Optimizer):
     beta : float
         Momentum for ``variant="momentum"``.
     d0 : float
-        Initial function-gap estimate.
+        Initial function-gap estimate (Option I).
+    lower_bound : float, optional
+        A known lower bound ``f~`` of the loss (0 for cross-entropy or squared error). When
+        given, the step uses the known gap ``f(x_0) - f~`` (Option II) instead of the running
+        estimate ``d_t``; the first ``step`` then needs a closure, to read ``f(x_0)``. With
+        mini-batch gradients this is the robust choice: ``d_t`` is built from noisy inner
+        products and stalls once they average to zero (see docs/benchmarks/optim.md).
     gamma0 : float
         First step (before any smoothness estimate exists); a tiny probe, like ``d0``.
     weight_decay : float
@@ -113,7 +121,8 @@ class ALIAS(Optimizer):
     a step (many coordinates oscillating) is detected; while no flip has been seen the step
     doubles; (2) the momentum variant's
     formulas are not given in the sources we used and follow the construction above with
-    ``m`` in place of ``g``; (3) Option II (a known lower bound of ``f``) is not implemented.
+    ``m`` in place of ``g``; (3) in Option II ``f(x_0)`` is the first mini-batch loss, not the
+    full objective.
 
     References
     ----------
@@ -127,6 +136,7 @@ class ALIAS(Optimizer):
         variant: str = "standard",
         beta: float = 0.9,
         d0: float = 1e-6,
+        lower_bound: float | None = None,
         gamma0: float = 1e-6,
         weight_decay: float = 0.0,
         distributed: bool = False,
@@ -138,12 +148,17 @@ class ALIAS(Optimizer):
         check_positive("d0", d0)
         check_positive("gamma0", gamma0)
         check_nonneg("weight_decay", weight_decay)
+        if lower_bound is not None and (
+            isinstance(lower_bound, bool) or not isinstance(lower_bound, (int, float)) or not math.isfinite(lower_bound)
+        ):
+            raise ValueError(f"lower_bound must be None or a finite number, got {lower_bound!r}")
         if distributed and not (dist.is_available() and dist.is_initialized()):
             raise ValueError("distributed=True needs an initialised torch.distributed process group")
         self._distributed = distributed
         self._process_group = process_group
         self._backend = backend
-        defaults = dict(variant=variant, beta=beta, d0=d0, gamma0=gamma0, weight_decay=weight_decay)
+        defaults = dict(variant=variant, beta=beta, d0=d0, lower_bound=lower_bound, gamma0=gamma0,
+                        weight_decay=weight_decay)
         super().__init__(params, defaults)
         for group in self.param_groups:
             check_choice("variant", group["variant"], VARIANTS)
@@ -151,7 +166,8 @@ class ALIAS(Optimizer):
 
     @staticmethod
     def _fresh_scalars(group: dict[str, Any]) -> dict[str, float]:
-        return dict(L_sum=0.0, d=group["d0"], d_tilde=0.0, gamma=group["gamma0"], k=0)
+        # gap: f(x_0) - lower_bound, set on the first step when Option II is on.
+        return dict(L_sum=0.0, d=group["d0"], d_tilde=0.0, gamma=group["gamma0"], k=0, gap=None)
 
     def add_param_group(self, param_group: dict[str, Any]) -> None:
         super().add_param_group(param_group)
@@ -172,7 +188,8 @@ class ALIAS(Optimizer):
         Parameters
         ----------
         closure : callable, optional
-            Re-evaluates the model and returns the loss.
+            Re-evaluates the model and returns the loss; required on the first step when
+            ``lower_bound`` is set.
 
         Returns
         -------
@@ -184,8 +201,21 @@ class ALIAS(Optimizer):
             with torch.enable_grad():
                 loss = closure()
         for group in self.param_groups:
+            if group.get("lower_bound") is not None and group["alias"].get("gap") is None:
+                self._set_gap(group, loss)
             self._step_group(group)
         return loss
+
+    def _set_gap(self, group: dict[str, Any], loss: Any) -> None:
+        if loss is None:
+            raise ValueError("lower_bound (Option II) needs f(x_0): call step(closure) on the first step")
+        f0 = float(loss)
+        if self._distributed:
+            (f0,) = self._average([f0])
+        gap = f0 - group["lower_bound"]
+        if not gap > 0:
+            raise ValueError(f"lower_bound must be below the initial loss {f0:g}, got {group['lower_bound']!r}")
+        group["alias"]["gap"] = gap
 
     def _buffer_name(self, variant: str) -> str:
         return {"standard": "prev_grad", "memory_efficient": "prev_sign", "momentum": "momentum"}[variant]
@@ -265,7 +295,8 @@ class ALIAS(Optimizer):
         sc["d_tilde"] += gamma_prev * inner
         sc["d"] = max(sc["d"], sc["d_tilde"])
         if sc["L_sum"] > 0:
-            sc["gamma"] = math.sqrt(sc["d"] / sc["L_sum"])
+            gap = sc.get("gap")
+            sc["gamma"] = math.sqrt((sc["d"] if gap is None else gap) / sc["L_sum"])
         else:
             # No curvature seen yet (possible with the sign-only estimate): grow geometrically.
             sc["gamma"] = 2 * gamma_prev

@@ -8,7 +8,7 @@ from typing import Any
 import torch
 from torch.optim import Optimizer
 
-ROUNDINGS = ("stochastic", "nearest")
+ROUNDINGS = ("stochastic", "nearest", "truncate")
 _FP32_MANTISSA = 23
 
 
@@ -29,6 +29,9 @@ def quantize(
 
     The relative error is at most ``2^-M`` (nearest: ``2^-(M+1)``), the model of Tang, Li and
     Zou (``|x^Q - x| <= q |x|`` with ``q = Theta(2^-M)``). The exponent range stays fp32's.
+    Their analysis is about *biased* floating-point rounding (they argue that unbiased
+    quantisation does not describe hardware); ``"truncate"`` (drop the low mantissa bits, i.e.
+    round toward zero) is the simulation their figures describe.
 
     Parameters
     ----------
@@ -36,8 +39,9 @@ def quantize(
         Floating tensor (computed in fp32, returned in ``x``'s dtype).
     mantissa_bits : int
         ``M`` in ``[0, 23]``; 23 returns ``x`` unchanged (fp32).
-    rounding : {"stochastic", "nearest"}
-        Stochastic rounding (unbiased; what the paper's simulations use) or round-half-away.
+    rounding : {"stochastic", "nearest", "truncate"}
+        Stochastic rounding (unbiased), round-half-away-from-zero, or truncation (round toward
+        zero; biased, as hardware casts that drop mantissa bits).
     generator : torch.Generator, optional
         Random source for stochastic rounding (on ``x``'s device).
 
@@ -63,7 +67,9 @@ def quantize(
     xf = x.float()
     bits = xf.view(torch.int32)
     drop = _FP32_MANTISSA - mantissa_bits
-    if rounding == "nearest":
+    if rounding == "truncate":
+        noise = torch.zeros_like(bits)
+    elif rounding == "nearest":
         noise = torch.full_like(bits, 1 << (drop - 1))
     else:
         noise = torch.randint(0, 1 << drop, bits.shape, dtype=torch.int32, device=x.device, generator=generator)
@@ -88,8 +94,8 @@ class Quantized:
         The optimizer to wrap (built on the model's parameters).
     weights, grads, states : int or None
         Mantissa bits for each component; ``None`` keeps fp32.
-    rounding : {"stochastic", "nearest"}
-        Rounding mode.
+    rounding : {"stochastic", "nearest", "truncate"}
+        Rounding mode (see :func:`quantize`).
     seed : int
         Seed of the stochastic-rounding generator.
 

@@ -51,6 +51,44 @@ def test_quadratic_converges_close_to_the_tuned_sign_descent():
     assert alias < 10 * best_tuned + 1e-3 * f0
 
 
+def test_option_two_uses_the_known_gap_and_round_trips():
+    # f(x) = 0.5 sum h_i x_i^2 >= 0: Option II with the lower bound 0.
+    torch.manual_seed(0)
+    h = torch.rand(200) + 0.1
+    x = torch.nn.Parameter(torch.randn(200))
+    f0 = (0.5 * h * x * x).sum().item()
+    opt = ALIAS([x], lower_bound=0.0)
+
+    def closure():
+        opt.zero_grad()
+        loss = 0.5 * (h * x * x).sum()
+        loss.backward()
+        return loss
+
+    opt.step(closure)
+    assert opt.param_groups[0]["alias"]["gap"] == pytest.approx(f0)
+    for _ in range(299):
+        opt.step(closure)
+    assert closure().item() < 1e-2 * f0
+    # The gap travels with the state: a restored optimizer steps without a closure.
+    again = ALIAS([x], lower_bound=0.0)
+    again.load_state_dict(opt.state_dict())
+    assert again.param_groups[0]["alias"]["gap"] == pytest.approx(f0)
+    closure()
+    again.step()
+
+
+def test_option_two_needs_the_first_loss_and_a_bound_below_it():
+    x = torch.nn.Parameter(torch.ones(3))
+    (x * x).sum().backward()
+    with pytest.raises(ValueError, match="closure"):
+        ALIAS([x], lower_bound=0.0).step()
+    with pytest.raises(ValueError, match="lower_bound"):
+        ALIAS([x], lower_bound=5.0).step(lambda: (x * x).sum())
+    with pytest.raises(ValueError, match="lower_bound"):
+        ALIAS([x], lower_bound=float("nan"))
+
+
 def test_memory_efficient_state_is_int8_signs(task, trainer):
     train, _ = trainer
     make_model, loss_of = task

@@ -8,7 +8,7 @@ from optiforge.optim.lowprec import Quantized, quantize
 @pytest.mark.parametrize("bits", [1, 3, 7, 10])
 def test_quantize_keeps_m_bits(bits):
     x = torch.randn(10000) * 1e3
-    for mode, bound in (("nearest", 2.0 ** -(bits + 1)), ("stochastic", 2.0**-bits)):
+    for mode, bound in (("nearest", 2.0 ** -(bits + 1)), ("stochastic", 2.0**-bits), ("truncate", 2.0**-bits)):
         q = quantize(x, bits, mode, torch.Generator().manual_seed(0))
         assert ((q - x).abs() <= bound * x.abs() * (1 + 1e-6)).all()
         # The dropped mantissa bits are zero: q has at most 2^bits distinct mantissas.
@@ -27,6 +27,15 @@ def test_stochastic_rounding_is_unbiased_and_nearest_is_exact_on_grid():
     special = torch.tensor([float("inf"), float("nan"), 0.0])
     out = quantize(special, 3)
     assert out[0] == float("inf") and out[1].isnan() and out[2] == 0
+
+
+def test_truncation_rounds_toward_zero():
+    x = torch.randn(10000) * 1e3
+    q = quantize(x, 3, "truncate")
+    assert (q.abs() <= x.abs()).all()
+    # Biased: it shrinks magnitudes on average (what lets optimizer states decay and stagnate).
+    assert (x.abs() - q.abs()).mean() > 0.01 * x.abs().mean()
+    assert quantize(torch.tensor([1.3, -1.3, 1.5]), 2, "truncate").tolist() == [1.25, -1.25, 1.5]
 
 
 def test_bad_arguments():
