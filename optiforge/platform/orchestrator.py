@@ -19,6 +19,7 @@ import json
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Any
 
 from optiforge.platform.store import CandidateIn, LLMCallIn, Store
@@ -226,6 +227,12 @@ class EvolutionCampaign:
             meta={k: float(v) for k, v in stats.items() if isinstance(v, int | float)},
         )
         self._pending_groups = []
+        # Resuming needs only the newest optimizer state; older versions keep their adapters.
+        drop = getattr(self.learner, "drop_optimizer_state", None)
+        if drop is not None:
+            for old in self.store.artifacts(self.campaign.id, kind="adapter")[:-1]:
+                if Path(old.path).is_dir():
+                    drop(old.path)
 
     def run(self, progress: ProgressCallback | None = None) -> CampaignReport:
         """Run until the budget of generated programs is spent, then re-score the best on test."""

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import pytest
 
 from optiforge.heuristics.base import get_task
@@ -113,6 +115,10 @@ def test_grpo_campaign_versions_adapters_and_resumes_from_the_last(home):
     adapters = store.artifacts(cid, kind="adapter")
     assert [a.meta["step"] for a in adapters] == [1.0, 2.0]
     assert all({"mean_reward", "kl", "loss"} <= set(a.meta) for a in adapters)
+    # Only the newest version keeps its optimizer state; the older keeps adapter and step.
+    old_state, new_state = (torch_load(Path(a.path) / "learner_state.pt") for a in adapters)
+    assert "optimizer" not in old_state and old_state["step"] == 1
+    assert "optimizer" in new_state and (Path(adapters[0].path) / "adapter_model.safetensors").is_file()
     summary = campaign_summary(store, cid)
     assert summary["rl_steps"] == 2 and len(summary["reward_trend"]) == 2
     trained = {n: p.detach().clone() for n, p in from_spec("smollm2").model.named_parameters()
@@ -129,6 +135,12 @@ def test_grpo_campaign_versions_adapters_and_resumes_from_the_last(home):
     restored = {n: p.detach() for n, p in llm.model.named_parameters() if "lora_" in n}
     assert restored.keys() == trained.keys() and trained
     assert all(torch_equal(restored[n], trained[n]) for n in trained)
+
+
+def torch_load(path):
+    import torch
+
+    return torch.load(path, weights_only=True)
 
 
 def torch_equal(a, b) -> bool:

@@ -621,8 +621,41 @@ class GRPOLearner:
             shutil.rmtree(tmp, ignore_errors=True)
         return target
 
+    @staticmethod
+    def drop_optimizer_state(directory: str | os.PathLike[str]) -> int:
+        """Remove the optimizer state from a saved version; keep its adapter, step and info.
+
+        Only the newest version is needed to resume, and the AdamW moments are twice the size
+        of the adapter itself; campaigns call this on every older version. The file is
+        replaced atomically, so a crash leaves either the old or the new one.
+
+        Parameters
+        ----------
+        directory : str or path
+            A directory written by :meth:`save`.
+
+        Returns
+        -------
+        int
+            Bytes freed (0 when there was no optimizer state left to drop).
+        """
+        state_file = Path(directory).expanduser() / _STATE_FILE
+        if not state_file.is_file():
+            raise ValueError(f"directory: {str(directory)!r} holds no saved GRPOLearner state")
+        state = torch.load(state_file, map_location="cpu", weights_only=True)
+        if "optimizer" not in state:
+            return 0
+        before = state_file.stat().st_size
+        tmp = state_file.with_name(f".{_STATE_FILE}.tmp")
+        torch.save({k: v for k, v in state.items() if k != "optimizer"}, tmp)
+        os.replace(tmp, state_file)
+        return before - state_file.stat().st_size
+
     def load(self, directory: str | os.PathLike[str]) -> None:
         """Restore adapter weights, optimizer state and step counter saved by :meth:`save`.
+
+        A version whose optimizer state was dropped (:meth:`drop_optimizer_state`) restores
+        the weights and the step; the optimizer then starts afresh.
 
         Raises
         ------
@@ -650,5 +683,6 @@ class GRPOLearner:
             raise ValueError(f"directory: adapter has {len(unexpected)} tensors this model lacks "
                              f"(e.g. {unexpected[0]})")
         state = torch.load(state_file, map_location=self.device, weights_only=True)
-        self.optimizer.load_state_dict(state["optimizer"])
+        if "optimizer" in state:
+            self.optimizer.load_state_dict(state["optimizer"])
         self._step = int(state["step"])

@@ -261,3 +261,21 @@ def test_save_load_round_trip_gives_an_identical_next_step(smollm2, tmp_path) ->
     assert sa.keys() == sb.keys()
     for k in sa:
         torch.testing.assert_close(sb[k]["exp_avg_sq"], sa[k]["exp_avg_sq"], rtol=1e-5, atol=1e-12)
+
+
+def test_drop_optimizer_state_keeps_step_and_frees_the_moments(tmp_path) -> None:
+    import torch
+
+    d = tmp_path / "adapter-0001"
+    d.mkdir()
+    moments = {"state": {0: {"exp_avg": torch.ones(50_000), "exp_avg_sq": torch.ones(50_000)}},
+               "param_groups": [{"lr": 1e-4, "params": [0]}]}
+    torch.save({"optimizer": moments, "step": 3, "hparams": {"lr": 1e-4}}, d / "learner_state.pt")
+    freed = GRPOLearner.drop_optimizer_state(d)
+    assert freed > 390_000  # two 200 kB fp32 moments
+    state = torch.load(d / "learner_state.pt", weights_only=True)
+    assert state == {"step": 3, "hparams": {"lr": 1e-4}}
+    assert GRPOLearner.drop_optimizer_state(d) == 0
+    assert [f.name for f in d.iterdir()] == ["learner_state.pt"]  # no temporary file left behind
+    with pytest.raises(ValueError, match="directory"):
+        GRPOLearner.drop_optimizer_state(tmp_path / "missing")
