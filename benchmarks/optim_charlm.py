@@ -111,9 +111,10 @@ def evaluate(model: nn.Module, val: torch.Tensor, ctx: int, device: str) -> floa
     return sum(losses) / len(losses)
 
 
-def run(name: str, make_opt, train: torch.Tensor, val: torch.Tensor, steps: int, device: str, seed: int = 0):
+def run(name: str, make_opt, train: torch.Tensor, val: torch.Tensor, steps: int, device: str, seed: int = 0,
+        width: int = 64, layers: int = 2):
     torch.manual_seed(seed)
-    model = CharLM().to(device)
+    model = CharLM(d=width, layers=layers).to(device)
     opt = make_opt(model)
     curve = []
     t0 = time.perf_counter()
@@ -134,10 +135,10 @@ def run(name: str, make_opt, train: torch.Tensor, val: torch.Tensor, steps: int,
     return final, curve
 
 
-def muon(ns: str):
+def muon(ns: str, lr: float):
     def make(model):
         hidden, rest = muon_param_groups(model, exclude=("embed", "head", "pos"))
-        return Muon(hidden, lr=0.02, ns=ns, adamw_params=rest, adamw_lr=3e-3)
+        return Muon(hidden, lr=lr, ns=ns, adamw_params=rest, adamw_lr=3e-3)
     return make
 
 
@@ -147,6 +148,10 @@ def main() -> None:
     ap.add_argument("--threads", type=int, default=2)
     ap.add_argument("--seeds", type=int, default=1, help="seeds (model init + batch order) averaged per optimizer")
     ap.add_argument("--only", choices=("all", "muon", "alias"), default="all", help="which comparison to run")
+    ap.add_argument("--muon-lrs", default="0.02", help="Muon learning rates (each run with both iterations)")
+    ap.add_argument("--png", default=None, help="plot path (default docs/img/optim_charlm[_<only>].png)")
+    ap.add_argument("--width", type=int, default=64, help="model width d")
+    ap.add_argument("--layers", type=int, default=2, help="transformer blocks")
     ap.add_argument("--sign-lrs", default="3e-4,1e-3,3e-3,1e-2,3e-2", help="sign-SGD learning-rate grid")
     args = ap.parse_args()
     torch.set_num_threads(args.threads)
@@ -157,8 +162,6 @@ def main() -> None:
     res: dict[str, tuple[float, list]] = {}
     plan = {
         "AdamW lr=3e-3": lambda m: torch.optim.AdamW(m.parameters(), lr=3e-3, betas=(0.9, 0.95)),
-        "Muon (polar_express)": muon("polar_express"),
-        "Muon (jordan)": muon("jordan"),
         "ALIAS (standard)": lambda m: ALIAS(m.parameters()),
         "ALIAS (momentum)": lambda m: ALIAS(m.parameters(), variant="momentum"),
         "ALIAS (memory_efficient)": lambda m: ALIAS(m.parameters(), variant="memory_efficient"),
@@ -167,13 +170,18 @@ def main() -> None:
         "ALIAS (memory_efficient, lower_bound=0)": lambda m: ALIAS(m.parameters(), variant="memory_efficient",
                                                                   lower_bound=0.0),
     }
+    muon_lrs = [float(v) for v in args.muon_lrs.split(",")]
+    for lr in muon_lrs:
+        for ns in ("polar_express", "jordan"):
+            plan[f"Muon ({ns}) lr={lr:g}"] = muon(ns, lr)
     for lr in (float(v) for v in args.sign_lrs.split(",")):
         plan[f"sign-SGD lr={lr:g}"] = lambda m, lr=lr: SignSGD(m.parameters(), lr)
     wanted = {"muon": ("AdamW", "Muon"), "alias": ("AdamW", "ALIAS", "sign-SGD")}.get(args.only)
     if wanted:
         plan = {k: v for k, v in plan.items() if k.startswith(wanted)}
     for name, make in plan.items():
-        runs = [run(name, make, train, val, args.steps, device, seed) for seed in range(args.seeds)]
+        runs = [run(name, make, train, val, args.steps, device, seed, args.width, args.layers)
+                for seed in range(args.seeds)]
         # Seeds share evaluation steps, so curves average point-wise; a diverged seed makes the mean nan.
         curve = [(c[0][0], sum(r[1][i][1] for r in runs) / len(runs)) for i, c in enumerate(zip(*(r[1] for r in runs), strict=False))]
         res[name] = (sum(r[0] for r in runs) / len(runs), curve, [r[0] for r in runs])
@@ -183,10 +191,16 @@ def main() -> None:
     for name, (final, _, per_seed) in res.items():
         print(f"| {name} | {final:.4f} | {', '.join(f'{v:.4f}' for v in per_seed)} |")
     panels = []
-    if "Muon (polar_express)" in res:
-        pe, jo = res["Muon (polar_express)"][0], res["Muon (jordan)"][0]
-        print(f"\nMuon goal (Polar Express {pe:.4f} <= Jordan {jo:.4f} < AdamW {adamw:.4f}): {pe <= jo < adamw}")
-        panels.append(("Muon vs AdamW", ["AdamW lr=3e-3", "Muon (polar_express)", "Muon (jordan)"]))
+    if any(k.startswith("Muon") for k in res):
+        for lr in muon_lrs:
+            pe, jo = res[f"Muon (polar_express) lr={lr:g}"][0], res[f"Muon (jordan) lr={lr:g}"][0]
+            print(f"lr={lr:g}: Polar Express {pe:.4f} vs Jordan {jo:.4f} ({100 * (pe - jo) / jo:+.2f}%)")
+        best = {ns: min((res[f"Muon ({ns}) lr={lr:g}"][0], lr) for lr in muon_lrs) for ns in ("polar_express", "jordan")}
+        (pe, pe_lr), (jo, jo_lr) = best["polar_express"], best["jordan"]
+        print(f"\nMuon goal, each at its best lr (Polar Express {pe:.4f} @ {pe_lr:g} <= Jordan {jo:.4f} @ {jo_lr:g} "
+              f"< AdamW {adamw:.4f}): {pe <= jo < adamw}")
+        panels.append(("Muon (each at its best lr) vs AdamW",
+                       ["AdamW lr=3e-3", f"Muon (polar_express) lr={pe_lr:g}", f"Muon (jordan) lr={jo_lr:g}"]))
     if "ALIAS (standard)" in res:
         sign_runs = {k: v[0] for k, v in res.items() if k.startswith("sign-SGD") and math.isfinite(v[0])}
         best_sign_name = min(sign_runs, key=sign_runs.get)
@@ -212,7 +226,7 @@ def main() -> None:
         ax.legend()
     fig.tight_layout()
     suffix = "" if args.only == "all" else f"_{args.only}"
-    fig.savefig(f"docs/img/optim_charlm{suffix}.png", dpi=110)
+    fig.savefig(args.png or f"docs/img/optim_charlm{suffix}.png", dpi=110)
 
 
 if __name__ == "__main__":
