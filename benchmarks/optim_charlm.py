@@ -148,6 +148,7 @@ def main() -> None:
     ap.add_argument("--threads", type=int, default=2)
     ap.add_argument("--seeds", type=int, default=1, help="seeds (model init + batch order) averaged per optimizer")
     ap.add_argument("--only", choices=("all", "muon", "alias"), default="all", help="which comparison to run")
+    ap.add_argument("--adamw-lrs", default="1e-3,3e-3,6e-3,1e-2,2e-2", help="AdamW learning-rate grid")
     ap.add_argument("--muon-lrs", default="0.02", help="Muon learning rates (each run with both iterations)")
     ap.add_argument("--png", default=None, help="plot path (default docs/img/optim_charlm[_<only>].png)")
     ap.add_argument("--width", type=int, default=64, help="model width d")
@@ -161,7 +162,6 @@ def main() -> None:
           f"{args.seeds} seed(s)\n")
     res: dict[str, tuple[float, list]] = {}
     plan = {
-        "AdamW lr=3e-3": lambda m: torch.optim.AdamW(m.parameters(), lr=3e-3, betas=(0.9, 0.95)),
         "ALIAS (standard)": lambda m: ALIAS(m.parameters()),
         "ALIAS (momentum)": lambda m: ALIAS(m.parameters(), variant="momentum"),
         "ALIAS (memory_efficient)": lambda m: ALIAS(m.parameters(), variant="memory_efficient"),
@@ -170,6 +170,8 @@ def main() -> None:
         "ALIAS (memory_efficient, lower_bound=0)": lambda m: ALIAS(m.parameters(), variant="memory_efficient",
                                                                   lower_bound=0.0),
     }
+    for lr in (float(v) for v in args.adamw_lrs.split(",")):
+        plan[f"AdamW lr={lr:g}"] = lambda m, lr=lr: torch.optim.AdamW(m.parameters(), lr=lr, betas=(0.9, 0.95))
     muon_lrs = [float(v) for v in args.muon_lrs.split(",")]
     for lr in muon_lrs:
         for ns in ("polar_express", "jordan"):
@@ -186,7 +188,9 @@ def main() -> None:
         curve = [(c[0][0], sum(r[1][i][1] for r in runs) / len(runs)) for i, c in enumerate(zip(*(r[1] for r in runs), strict=False))]
         res[name] = (sum(r[0] for r in runs) / len(runs), curve, [r[0] for r in runs])
 
-    adamw = res["AdamW lr=3e-3"][0]
+    adamw_runs = {k: v[0] for k, v in res.items() if k.startswith("AdamW") and math.isfinite(v[0])}
+    best_adamw = min(adamw_runs, key=adamw_runs.get)
+    adamw = adamw_runs[best_adamw]
     print("\n| optimizer | validation loss (mean) | per seed |\n|---|---|---|")
     for name, (final, _, per_seed) in res.items():
         print(f"| {name} | {final:.4f} | {', '.join(f'{v:.4f}' for v in per_seed)} |")
@@ -198,9 +202,9 @@ def main() -> None:
         best = {ns: min((res[f"Muon ({ns}) lr={lr:g}"][0], lr) for lr in muon_lrs) for ns in ("polar_express", "jordan")}
         (pe, pe_lr), (jo, jo_lr) = best["polar_express"], best["jordan"]
         print(f"\nMuon goal, each at its best lr (Polar Express {pe:.4f} @ {pe_lr:g} <= Jordan {jo:.4f} @ {jo_lr:g} "
-              f"< AdamW {adamw:.4f}): {pe <= jo < adamw}")
+              f"< {best_adamw} {adamw:.4f}): {pe <= jo < adamw}")
         panels.append(("Muon (each at its best lr) vs AdamW",
-                       ["AdamW lr=3e-3", f"Muon (polar_express) lr={pe_lr:g}", f"Muon (jordan) lr={jo_lr:g}"]))
+                       [best_adamw, f"Muon (polar_express) lr={pe_lr:g}", f"Muon (jordan) lr={jo_lr:g}"]))
     if "ALIAS (standard)" in res:
         sign_runs = {k: v[0] for k, v in res.items() if k.startswith("sign-SGD") and math.isfinite(v[0])}
         best_sign_name = min(sign_runs, key=sign_runs.get)
@@ -212,7 +216,7 @@ def main() -> None:
                   f"(goal within 5%: {a <= 1.05 * best_sign})")
         panels.append(("ALIAS (no lr) vs grid-searched sign-SGD",
                        [k for k in res if k.startswith("ALIAS")] + [best_sign_name,
-                        "AdamW lr=3e-3"]))
+                        best_adamw]))
 
     fig, axes = plt.subplots(1, len(panels), figsize=(6.5 * len(panels), 4.5), squeeze=False)
     for ax, (title, keys) in zip(axes[0], panels, strict=True):
