@@ -2,7 +2,8 @@
 
 1. ``ask`` latency of the HOLLM agent with 1,000 observations in 20-D (sobol proposer; each
    predictor), in memory and through a store-backed Study (SQLite).
-2. HTTP ask+tell round trip on loopback (real uvicorn server, SQLite store, one client).
+2. HTTP ask+tell round trip on loopback (``optiforge serve`` in its own process, SQLite store,
+   one client).
 3. 8 concurrent clients x 100 trials each: throughput, lost and duplicated trials.
 
     python benchmarks/hollm_speed.py [--repeats 30]
@@ -15,7 +16,6 @@ import os
 import platform
 import socket
 import tempfile
-import threading
 import time
 from concurrent.futures import ThreadPoolExecutor
 
@@ -68,20 +68,31 @@ def study_latency(predictor: str, repeats: int, tmp: str) -> list[float]:
 
 
 def start_server(tmp: str):
-    import uvicorn
+    """``optiforge serve`` in its own process, as deployed (a thread would share the client's GIL)."""
+    import subprocess
+    import sys
+    from pathlib import Path
 
-    from optiforge.platform.api import create_app
+    import httpx
+
     from optiforge.platform.store import Store
 
-    store = Store(f"sqlite:///{tmp}/api.db")
+    db = f"sqlite:///{tmp}/api.db"
+    token = Store(db).create_token("bench")
     with socket.socket() as s:
         s.bind(("127.0.0.1", 0))
         port = s.getsockname()[1]
-    srv = uvicorn.Server(uvicorn.Config(create_app(store), host="127.0.0.1", port=port, log_level="warning"))
-    threading.Thread(target=srv.run, daemon=True).start()
-    while not srv.started:
-        time.sleep(0.05)
-    return srv, f"http://127.0.0.1:{port}", store.create_token("bench")
+    exe = Path(sys.executable).with_name("optiforge")
+    srv = subprocess.Popen([str(exe), "serve", "--port", str(port), "--db", db, "--log-level", "warning"],
+                           env=dict(os.environ, OMP_NUM_THREADS="1"))
+    url = f"http://127.0.0.1:{port}"
+    for _ in range(300):
+        try:
+            httpx.get(f"{url}/v1/health", timeout=1.0)
+            break
+        except httpx.TransportError:
+            time.sleep(0.1)
+    return srv, url, token
 
 
 def http_round_trip(url: str, token: str, repeats: int, predictor: str | None) -> tuple[list[float], list[float]]:
@@ -159,7 +170,8 @@ def main() -> None:
               f"{c['unique_ids']} distinct trial ids, {c['unique_points']} distinct points, "
               f"lost {c['told'] - c['complete']}, duplicated {c['told'] - c['unique_ids']}; "
               f"{c['told'] / c['wall_s']:.0f} trials/s ({c['wall_s']:.1f} s)")
-        srv.should_exit = True
+        srv.terminate()
+        srv.wait()
 
 
 if __name__ == "__main__":
