@@ -111,7 +111,7 @@ def machine() -> str:
     return (f"{platform.machine()}, {os.cpu_count()} CPU cores, {mem_gib:.0f} GiB RAM, "
             f"Linux {platform.release()}, Python {platform.python_version()}, "
             f"running as {'root' if os.geteuid() == 0 else 'non-root'}; "
-            "shared with other jobs (noisy)")
+            f"load average {os.getloadavg()[0]:.1f} at the start (above ~1 the machine was shared: noisy)")
 
 
 def run(reps: int) -> tuple[list[dict[str, Any]], dict[str, Any]]:
