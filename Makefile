@@ -32,14 +32,14 @@ $(LLAMA_STAMP): $(STAMP)
 	CMAKE_ARGS="-DGGML_NATIVE=off" $(BIN)/python -m pip install -q "llama-cpp-python[server]>=0.3"
 	@touch $(LLAMA_STAMP)
 
-# One BLAS/OpenMP thread per process: the tests start several processes (sandbox workers,
-# servers, model loads) on a 2-core machine, where oversubscribed OpenMP threads slow
-# everything down several-fold. Override with `make OMP_NUM_THREADS=2 test`.
-OMP_NUM_THREADS ?= 1
-export OMP_NUM_THREADS
+# One BLAS/OpenMP thread per test process: the tests start several processes at once
+# (sandbox workers, servers, model loads), and oversubscribed OpenMP threads slow everything
+# down several-fold. `make run` keeps torch's default (a thread per core); on a machine shared
+# with other jobs, `OMP_NUM_THREADS=1 make run` is faster. Override with `make OMP_NUM_THREADS=2 test`.
+TEST_THREADS := $(or $(OMP_NUM_THREADS),1)
 
 test: $(STAMP) $(LLAMA_STAMP)
-	$(BIN)/python -m pytest -q
+	OMP_NUM_THREADS=$(TEST_THREADS) $(BIN)/python -m pytest -q
 
 lint: $(STAMP)
 	$(BIN)/ruff check optiforge tests benchmarks

@@ -164,8 +164,9 @@ def write_report(rows: list[dict], tokens: int, repeats: int, load_avg: tuple[fl
         f"Machine: {machine()}. `{cmd.strip()}` — up to {tokens} new tokens per "
         f"prompt, temperature 0.8, best of {repeats}; tokens/s counts completion tokens actually produced "
         f"(sequences that hit EOS early stop counting). Load average during the run: "
-        f"{load_avg[0]:.1f} → {load_avg[1]:.1f} (the 2 cores were shared with other jobs, so absolute "
-        "numbers are pessimistic; ratios are the point).",
+        f"{load_avg[0]:.1f} → {load_avg[1]:.1f}"
+        + (" (the cores were shared with other jobs, so absolute numbers are pessimistic; ratios are the point)."
+           if max(load_avg) > 1.5 else " (otherwise idle)."),
         "",
         "| backend | batch | tokens/s | tokens | load s | memory MB |",
         "|---|---:|---:|---:|---:|---:|",

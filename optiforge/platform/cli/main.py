@@ -15,9 +15,6 @@ from optiforge.platform.cli import campaign, study  # heavy libraries load lazil
 os.environ.setdefault("TRANSFORMERS_VERBOSITY", "error")
 os.environ.setdefault("HF_HUB_DISABLE_PROGRESS_BARS", "1")
 os.environ.setdefault("HF_HUB_OFFLINE", "1")
-# One torch thread: on CPU the NF4 (bitsandbytes) decode path ran 4x faster with 1 thread than
-# with 2 on the 2-core reference machine (docs/benchmarks/llm.md). Override with OMP_NUM_THREADS.
-os.environ.setdefault("OMP_NUM_THREADS", "1")
 # bitsandbytes warns on every CPU load that it could not fetch an optional kernel from the Hub;
 # optiforge never uses the Hub, so the warning is noise here.
 logging.getLogger("bitsandbytes.backends.cpu.ops").setLevel(logging.ERROR)
