@@ -91,12 +91,9 @@ def main() -> None:
     llm = None
     for method in args.methods.split(","):
         if method == "hollm-llm" and llm is None:
-            import torch
-
             from optiforge.platform.llm import from_spec
 
-            torch.set_num_threads(1)  # a 135M model on 2 shared cores: extra threads only contend
-            llm = from_spec("smollm2:none")
+            llm = from_spec("smollm2:none")  # set OMP_NUM_THREADS=1 on a shared machine
         for fname in args.functions.split(","):
             task = get_blackbox_task(fname)
             for seed in range(args.seeds):

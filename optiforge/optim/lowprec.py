@@ -31,7 +31,8 @@ def quantize(
     Zou (``|x^Q - x| <= q |x|`` with ``q = Theta(2^-M)``). The exponent range stays fp32's.
     Their analysis is about *biased* floating-point rounding (they argue that unbiased
     quantisation does not describe hardware); ``"truncate"`` (drop the low mantissa bits, i.e.
-    round toward zero) is the simulation their figures describe.
+    round toward zero) matches their description of cutting the mantissa, and is the mode that
+    reproduces their Adam-vs-Muon ordering in ``benchmarks/optim_lowprec.py``.
 
     Parameters
     ----------

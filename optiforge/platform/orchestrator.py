@@ -19,7 +19,6 @@ import json
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass, field
-from pathlib import Path
 from typing import Any
 
 from optiforge.platform.store import CandidateIn, LLMCallIn, Store
@@ -231,8 +230,10 @@ class EvolutionCampaign:
         drop = getattr(self.learner, "drop_optimizer_state", None)
         if drop is not None:
             for old in self.store.artifacts(self.campaign.id, kind="adapter")[:-1]:
-                if Path(old.path).is_dir():
+                try:
                     drop(old.path)
+                except ValueError:  # moved or deleted by the user: nothing left to drop
+                    pass
 
     def run(self, progress: ProgressCallback | None = None) -> CampaignReport:
         """Run until the budget of generated programs is spent, then re-score the best on test."""
