@@ -142,6 +142,13 @@ def muon(ns: str, lr: float):
     return make
 
 
+def best_of_grid(res: dict[str, tuple], prefix: str) -> tuple[str, float]:
+    """The run named ``prefix ...`` with the lowest finite mean loss (a grid search's winner)."""
+    finite = {k: v[0] for k, v in res.items() if k.startswith(prefix) and math.isfinite(v[0])}
+    best = min(finite, key=finite.get)
+    return best, finite[best]
+
+
 def main() -> None:
     ap = argparse.ArgumentParser()
     ap.add_argument("--steps", type=int, default=150)
@@ -188,9 +195,7 @@ def main() -> None:
         curve = [(c[0][0], sum(r[1][i][1] for r in runs) / len(runs)) for i, c in enumerate(zip(*(r[1] for r in runs), strict=False))]
         res[name] = (sum(r[0] for r in runs) / len(runs), curve, [r[0] for r in runs])
 
-    adamw_runs = {k: v[0] for k, v in res.items() if k.startswith("AdamW") and math.isfinite(v[0])}
-    best_adamw = min(adamw_runs, key=adamw_runs.get)
-    adamw = adamw_runs[best_adamw]
+    best_adamw, adamw = best_of_grid(res, "AdamW")
     print("\n| optimizer | validation loss (mean) | per seed |\n|---|---|---|")
     for name, (final, _, per_seed) in res.items():
         print(f"| {name} | {final:.4f} | {', '.join(f'{v:.4f}' for v in per_seed)} |")
@@ -206,9 +211,7 @@ def main() -> None:
         panels.append(("Muon (each at its best lr) vs AdamW",
                        [best_adamw, f"Muon (polar_express) lr={pe_lr:g}", f"Muon (jordan) lr={jo_lr:g}"]))
     if "ALIAS (standard)" in res:
-        sign_runs = {k: v[0] for k, v in res.items() if k.startswith("sign-SGD") and math.isfinite(v[0])}
-        best_sign_name = min(sign_runs, key=sign_runs.get)
-        best_sign = sign_runs[best_sign_name]
+        best_sign_name, best_sign = best_of_grid(res, "sign-SGD")
         print()
         for v in [k[len("ALIAS ("):-1] for k in res if k.startswith("ALIAS")]:
             a = res[f"ALIAS ({v})"][0]
