@@ -92,6 +92,9 @@ def start_server(tmp: str):
             break
         except httpx.TransportError:
             time.sleep(0.1)
+    else:
+        srv.terminate()
+        raise RuntimeError(f"optiforge serve did not answer on {url} within 30 s")
     return srv, url, token
 
 

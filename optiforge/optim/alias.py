@@ -11,7 +11,7 @@ import torch.distributed as dist
 from torch.optim import Optimizer
 
 from ..kernels import BUF_COPY, BUF_EMA, sign_stats, sign_update_
-from ._validate import check_choice, check_nonneg, check_positive, check_unit
+from ._validate import check_choice, check_finite, check_nonneg, check_positive, check_unit
 
 VARIANTS = ("standard", "memory_efficient", "momentum")
 
@@ -148,10 +148,8 @@ class ALIAS(Optimizer):
         check_positive("d0", d0)
         check_positive("gamma0", gamma0)
         check_nonneg("weight_decay", weight_decay)
-        if lower_bound is not None and (
-            isinstance(lower_bound, bool) or not isinstance(lower_bound, (int, float)) or not math.isfinite(lower_bound)
-        ):
-            raise ValueError(f"lower_bound must be None or a finite number, got {lower_bound!r}")
+        if lower_bound is not None:
+            check_finite("lower_bound", lower_bound)
         if distributed and not (dist.is_available() and dist.is_initialized()):
             raise ValueError("distributed=True needs an initialised torch.distributed process group")
         self._distributed = distributed
