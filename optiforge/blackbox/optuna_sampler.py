@@ -37,8 +37,8 @@ from optuna.search_space import IntersectionSearchSpace
 from optuna.study import Study, StudyDirection
 from optuna.trial import FrozenTrial, TrialState
 
-from optiforge.agents.base import LLM
 from optiforge.agents.hollm import HOLLMAgent, HOLLMConfig
+from optiforge.agents.protocols import LLM
 from optiforge.blackbox.space import CategoricalParam, FloatParam, IntParam, Param, Space
 
 

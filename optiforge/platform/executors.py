@@ -1,6 +1,6 @@
 """Executors: where heuristic programs are evaluated (a local sandbox pool, or a Ray cluster).
 
-Both satisfy :class:`optiforge.agents.base.ProgramEvaluator`::
+Both satisfy :class:`optiforge.agents.protocols.ProgramEvaluator`::
 
     with make_executor("local", workers=2) as ex:
         evaluations = ex.evaluate("binpacking", programs, "train")   # order preserved

@@ -79,7 +79,7 @@ class EvolutionCampaign:
     campaign_id : str
         A campaign created with :meth:`Store.create_campaign` (``agent="evolution"``).
     llm : LLM
-        Text generator satisfying :class:`optiforge.agents.base.LLM`.
+        Text generator satisfying :class:`optiforge.agents.protocols.LLM`.
     evaluator : ProgramEvaluator
         Sandboxed evaluation (an executor from :mod:`optiforge.platform.executors`).
     learner : optional

@@ -30,7 +30,6 @@ from typing import Any
 
 import numpy as np
 
-from optiforge.agents.base import LLM
 from optiforge.agents.evolution.parsing import parse_response, signature_params
 from optiforge.agents.evolution.population import (
     PoolEntry,
@@ -40,6 +39,7 @@ from optiforge.agents.evolution.population import (
 )
 from optiforge.agents.evolution.prompts import OPERATORS, build_prompt
 from optiforge.agents.evolution.rewards import RewardConfig, calm_reward
+from optiforge.agents.protocols import LLM
 from optiforge.types import Completion, Evaluation
 
 _DEFAULT_WEIGHTS = {

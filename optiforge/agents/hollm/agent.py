@@ -49,7 +49,6 @@ from typing import Any
 import numpy as np
 from scipy.stats import qmc
 
-from optiforge.agents.base import LLM
 from optiforge.agents.hollm.partition import kd_partition, leaf_size
 from optiforge.agents.hollm.predictors import PREDICTORS, make_predictor
 from optiforge.agents.hollm.proposers import (
@@ -60,6 +59,7 @@ from optiforge.agents.hollm.proposers import (
     sobol_in_box,
 )
 from optiforge.agents.hollm.scores import alpha_schedule, region_scores, sample_regions
+from optiforge.agents.protocols import LLM
 from optiforge.blackbox.space import Space
 
 

@@ -27,10 +27,10 @@ from typing import Any, Protocol
 import numpy as np
 from threadpoolctl import threadpool_limits
 
-from optiforge.agents.base import LLM
 from optiforge.agents.hollm.parsing import parse_values
 from optiforge.agents.hollm.prompts import surrogate_prompt
 from optiforge.agents.hollm.proposers import Candidate, ProposalContext
+from optiforge.agents.protocols import LLM
 
 
 class Predictor(Protocol):

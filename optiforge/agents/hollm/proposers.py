@@ -23,10 +23,10 @@ from typing import Any, Protocol
 import numpy as np
 from scipy.stats import qmc
 
-from optiforge.agents.base import LLM
 from optiforge.agents.hollm.parsing import parse_candidates
 from optiforge.agents.hollm.partition import Region
 from optiforge.agents.hollm.prompts import candidate_prompt
+from optiforge.agents.protocols import LLM
 
 BOX_TOL = 1e-9
 """Tolerance of the in-region check (the public code's ``1e6`` made the check a no-op)."""
@@ -116,7 +116,7 @@ class LLMProposer:
     Parameters
     ----------
     llm : LLM
-        Any object satisfying :class:`optiforge.agents.base.LLM`.
+        Any object satisfying :class:`optiforge.agents.protocols.LLM`.
     context_points : int
         How many evaluated points go into each prompt (the most recent ones, shuffled, as
         in the public code's ``max_context_configs``; default 40 instead of the paper's 110

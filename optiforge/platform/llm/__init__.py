@@ -1,4 +1,4 @@
-"""LLM backends: one :class:`~optiforge.agents.base.LLM` protocol, several engines.
+"""LLM backends: one :class:`~optiforge.agents.protocols.LLM` protocol, several engines.
 
 - :class:`TransformersLLM`: local transformers model (bundled SmolLM2, any HF id or path),
   NF4/INT8 via bitsandbytes, LoRA adapters via peft.

@@ -31,7 +31,7 @@ class LLMRequestError(ValueError):
 
 
 class OpenAILLM:
-    """An :class:`~optiforge.agents.base.LLM` talking to an OpenAI-compatible server over HTTP.
+    """An :class:`~optiforge.agents.protocols.LLM` talking to an OpenAI-compatible server over HTTP.
 
     Each prompt is one ``POST {base_url}/chat/completions`` request carrying ``n``, ``seed``,
     ``temperature``, ``top_p`` and ``max_tokens``; prompts are sent concurrently (up to

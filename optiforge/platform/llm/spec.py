@@ -17,7 +17,7 @@ from dataclasses import dataclass, field
 from typing import Any
 from urllib.parse import parse_qsl
 
-from optiforge.agents.base import LLM
+from optiforge.agents.protocols import LLM
 from optiforge.platform.llm.bundled import BUNDLED_NAME
 
 SPEC_FORMS = (

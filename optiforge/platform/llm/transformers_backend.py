@@ -18,7 +18,7 @@ _DTYPES = ("auto", "float32", "bfloat16", "float16")
 
 
 class TransformersLLM:
-    """An :class:`~optiforge.agents.base.LLM` backed by a local transformers causal LM.
+    """An :class:`~optiforge.agents.protocols.LLM` backed by a local transformers causal LM.
 
     All ``len(prompts) * n`` samples are generated together with left padding (in chunks of
     ``max_batch_size`` sequences); generation stops at the tokenizer's EOS / end-of-turn token.
@@ -214,7 +214,7 @@ class TransformersLLM:
         seed: int | None = None,
         system: str | None = None,
     ) -> list[list[Completion]]:
-        """Sample ``n`` completions for each prompt (see :class:`~optiforge.agents.base.LLM`).
+        """Sample ``n`` completions for each prompt (see :class:`~optiforge.agents.protocols.LLM`).
 
         ``temperature == 0`` decodes greedily; otherwise plain temperature / nucleus sampling
         (no top-k). With ``seed`` the samples are reproducible for the same call (same prompts,

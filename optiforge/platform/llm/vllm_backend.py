@@ -27,7 +27,7 @@ def import_vllm() -> Any:
 
 
 class VLLMLLM:
-    """An :class:`~optiforge.agents.base.LLM` running a vLLM engine in this process.
+    """An :class:`~optiforge.agents.protocols.LLM` running a vLLM engine in this process.
 
     Parameters
     ----------

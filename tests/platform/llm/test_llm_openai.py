@@ -13,7 +13,7 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 import httpx
 import pytest
 
-from optiforge.agents.base import LLM
+from optiforge.agents.protocols import LLM
 from optiforge.platform.llm import LLMRequestError, LLMServerError, OpenAILLM, from_spec
 
 pytestmark = pytest.mark.slow

@@ -6,7 +6,7 @@ import json
 
 import pytest
 
-from optiforge.agents.base import LLM
+from optiforge.agents.protocols import LLM
 from optiforge.platform.llm import RecordingLLM, ReplayLLM, from_spec
 
 

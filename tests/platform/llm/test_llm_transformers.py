@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 import torch
 
-from optiforge.agents.base import LLM
+from optiforge.agents.protocols import LLM
 from optiforge.types import Completion
 
 pytestmark = pytest.mark.slow
