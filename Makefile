@@ -3,7 +3,7 @@
 PYTHON     ?= python3
 VENV       ?= .venv
 TORCH_SPEC ?= torch==2.13.0
-EXTRAS     ?= dev,ray,postgres,optuna
+EXTRAS     ?= dev,all
 BIN        := $(VENV)/bin
 STAMP      := $(VENV)/.optiforge-installed
 RUN_ARGS   ?= --task binpacking --agent evolution --budget 16 --seed 0 --max-new-tokens 320
@@ -38,11 +38,13 @@ $(LLAMA_STAMP): $(STAMP)
 # with other jobs, `OMP_NUM_THREADS=1 make run` is faster. Override with `make OMP_NUM_THREADS=2 test`.
 TEST_THREADS := $(or $(OMP_NUM_THREADS),1)
 
-test: $(STAMP) $(LLAMA_STAMP)
+test: $(STAMP) $(LLAMA_STAMP) lint
 	OMP_NUM_THREADS=$(TEST_THREADS) $(BIN)/python -m pytest -q
 
+# ruff, and the architecture contracts in .importlinter (imports point down the layers).
 lint: $(STAMP)
 	$(BIN)/ruff check optiforge tests benchmarks
+	$(BIN)/lint-imports
 
 clean:
 	rm -rf $(VENV) .optiforge .pytest_cache

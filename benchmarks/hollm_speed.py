@@ -24,8 +24,9 @@ os.environ.setdefault("OPENBLAS_NUM_THREADS", "1")
 
 import numpy as np  # noqa: E402
 
+from optiforge import create_study  # noqa: E402
 from optiforge.agents.hollm import HOLLMAgent  # noqa: E402
-from optiforge.blackbox import create_study, get_blackbox_task  # noqa: E402
+from optiforge.blackbox import get_blackbox_task  # noqa: E402
 
 
 def pct(xs: list[float]) -> str:

@@ -35,7 +35,7 @@ from typing import Any
 ROOT = Path(__file__).resolve().parents[1]
 sys.path[:0] = [str(ROOT), str(Path(__file__).resolve().parent)]
 
-from optiforge.heuristics.base import get_task, register_task  # noqa: E402
+from optiforge.heuristics import get_task, register_task  # noqa: E402
 from optiforge.platform.sandbox import Sandbox, SandboxLimits  # noqa: E402
 
 NOOP_TASK = "bench_noop"
@@ -74,7 +74,7 @@ sys.path[:0] = request["path"]
 import numpy
 if request["module"]:
     importlib.import_module(request["module"])
-from optiforge.heuristics.base import get_task
+from optiforge.heuristics import get_task
 task = get_task(request["task"])
 namespace = types.ModuleType("candidate").__dict__
 exec(compile(task.imports + "\\n" + request["program"], "<program>", "exec"), namespace)

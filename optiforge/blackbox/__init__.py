@@ -1,29 +1,15 @@
-"""Black-box optimization: search spaces, benchmark functions, ask/tell studies, Optuna sampler.
+"""The black-box problem vocabulary: search spaces, benchmark functions, ``BlackboxTask``.
 
-``create_study`` / ``Study`` (store-backed ask/tell) and ``HOLLMSampler`` (needs ``optuna``)
-load lazily so importing the space or the functions stays cheap.
+Ask/tell studies live one floor up, in the platform (``optiforge.create_study``); the Optuna
+sampler in :mod:`optiforge.integrations.optuna`.
 """
 
 from __future__ import annotations
-
-from typing import Any
 
 from optiforge.blackbox.functions import BlackboxTask, blackbox_task_names, get_blackbox_task
 from optiforge.blackbox.space import CategoricalParam, FloatParam, IntParam, Space
 
 __all__ = [
-    "BlackboxTask", "CategoricalParam", "FloatParam", "HOLLMSampler", "IntParam", "Space", "Study",
-    "Trial", "blackbox_task_names", "create_study", "get_blackbox_task", "load_study",
+    "BlackboxTask", "CategoricalParam", "FloatParam", "IntParam", "Space", "blackbox_task_names",
+    "get_blackbox_task",
 ]
-
-
-def __getattr__(name: str) -> Any:
-    if name in ("create_study", "load_study", "Study", "Trial"):
-        from optiforge.blackbox import study
-
-        return getattr(study, name)
-    if name == "HOLLMSampler":
-        from optiforge.blackbox.optuna_sampler import HOLLMSampler
-
-        return HOLLMSampler
-    raise AttributeError(f"module 'optiforge.blackbox' has no attribute {name!r}")

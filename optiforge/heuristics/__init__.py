@@ -1,12 +1,13 @@
-"""Heuristic tasks: the ``HeuristicTask`` protocol, the registry and the built-in tasks.
+"""Heuristic tasks: the ``HeuristicTask`` protocol, the registry and the built-in domains.
 
-Built-in tasks (registered lazily on first ``get_task`` / ``task_names``):
-``"binpacking"`` (online bin packing, FunSearch semantics) and ``"tsp"`` (TSP
-constructive ``select_next_node``).
+Built-in tasks: ``"binpacking"`` (online bin packing, FunSearch semantics) and ``"tsp"`` (TSP
+constructive ``select_next_node``); plug-ins add more through the ``optiforge.tasks`` entry
+point (see :mod:`optiforge.heuristics.registry`). Importing this package loads no domain.
 """
 
-from optiforge.heuristics.base import SPLITS, HeuristicTask, get_task, register_task, task_names
+from optiforge.heuristics.base import SPLITS, HeuristicTask
 from optiforge.heuristics.inprocess import evaluate_in_process, load_trusted_function
+from optiforge.heuristics.registry import get_task, register_task, task_names
 
 __all__ = [
     "SPLITS",

@@ -1,4 +1,4 @@
-"""The ``HeuristicTask`` protocol and the task registry.
+"""The ``HeuristicTask`` protocol (the registry is :mod:`optiforge.heuristics.registry`).
 
 A heuristic task is a function signature an LLM must implement, instance sets
 (train / validation / test) fixed by seed, seed heuristics, and a trusted scorer.
@@ -82,39 +82,3 @@ class NamedDatasetSplits:
             f"split: unknown split {split!r}; use one of {', '.join(SPLITS)} or a dataset name "
             f"({', '.join(names)})"
         )
-
-
-_REGISTRY: dict[str, Callable[[], HeuristicTask]] = {}
-_CACHE: dict[str, HeuristicTask] = {}
-
-
-def register_task(name: str, factory: Callable[[], HeuristicTask]) -> None:
-    """Register a task factory under ``name`` (factories run lazily, once)."""
-    _REGISTRY[name] = factory
-
-
-def task_names() -> list[str]:
-    _load_builtin_tasks()
-    return sorted(_REGISTRY)
-
-
-def get_task(name: str) -> HeuristicTask:
-    """Return the registered task ``name``.
-
-    Raises
-    ------
-    ValueError
-        If no task of that name is registered (the message lists the known names).
-    """
-    _load_builtin_tasks()
-    if not isinstance(name, str) or name not in _REGISTRY:
-        raise ValueError(f"task: unknown task {name!r}; known tasks: {', '.join(sorted(_REGISTRY))}")
-    if name not in _CACHE:
-        _CACHE[name] = _REGISTRY[name]()
-    return _CACHE[name]
-
-
-def _load_builtin_tasks() -> None:
-    # Importing the task packages registers them; done lazily to keep `import optiforge` light.
-    import optiforge.heuristics.binpacking  # noqa: F401
-    import optiforge.heuristics.tsp  # noqa: F401

@@ -14,7 +14,8 @@ import types
 from collections.abc import Callable
 from typing import Any
 
-from optiforge.heuristics.base import HeuristicTask, get_task
+from optiforge.heuristics.base import HeuristicTask
+from optiforge.heuristics.registry import get_task
 from optiforge.types import Evaluation
 
 

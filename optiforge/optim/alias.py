@@ -10,8 +10,9 @@ import torch
 import torch.distributed as dist
 from torch.optim import Optimizer
 
+from optiforge import validation as check
+
 from ..kernels import BUF_COPY, BUF_EMA, sign_stats, sign_update_
-from ._validate import check_choice, check_finite, check_nonneg, check_positive, check_unit
 
 VARIANTS = ("standard", "memory_efficient", "momentum")
 
@@ -143,13 +144,13 @@ class ALIAS(Optimizer):
         process_group: Any = None,
         backend: str | None = None,
     ) -> None:
-        check_choice("variant", variant, VARIANTS)
-        check_unit("beta", beta)
-        check_positive("d0", d0)
-        check_positive("gamma0", gamma0)
-        check_nonneg("weight_decay", weight_decay)
+        check.choice(variant, "variant", VARIANTS)
+        check.unit(beta, "beta")
+        check.positive(d0, "d0")
+        check.positive(gamma0, "gamma0")
+        check.nonneg(weight_decay, "weight_decay")
         if lower_bound is not None:
-            check_finite("lower_bound", lower_bound)
+            check.finite(lower_bound, "lower_bound")
         if distributed and not (dist.is_available() and dist.is_initialized()):
             raise ValueError("distributed=True needs an initialised torch.distributed process group")
         self._distributed = distributed
@@ -159,7 +160,7 @@ class ALIAS(Optimizer):
                         weight_decay=weight_decay)
         super().__init__(params, defaults)
         for group in self.param_groups:
-            check_choice("variant", group["variant"], VARIANTS)
+            check.choice(group["variant"], "variant", VARIANTS)
             group.setdefault("alias", self._fresh_scalars(group))
 
     @staticmethod

@@ -8,7 +8,8 @@ from typing import Any
 import torch
 from torch.optim import Optimizer
 
-from ._validate import check_choice, check_int, check_nonneg, check_positive, check_unit
+from optiforge import validation as check
+
 from .polar import polar_express
 
 METHODS = ("polar_express", "svd")
@@ -105,14 +106,14 @@ class EGD(Optimizer):
         steps: int = 8,
         eps: float = 1e-6,
     ) -> None:
-        check_positive("lr", lr)
-        check_unit("momentum", momentum)
-        check_nonneg("weight_decay", weight_decay)
-        check_choice("method", method, METHODS)
-        check_int("steps", steps, 1)
-        check_positive("eps", eps)
+        check.positive(lr, "lr")
+        check.unit(momentum, "momentum")
+        check.nonneg(weight_decay, "weight_decay")
+        check.choice(method, "method", METHODS)
+        check.integer(steps, "steps", minimum=1)
+        check.positive(eps, "eps")
         if switch_off_at is not None:
-            check_unit("switch_off_at", switch_off_at, closed=True)
+            check.unit(switch_off_at, "switch_off_at", closed=True)
         chosen = None if layers is None else {id(p) for p in layers}
         if chosen is not None:
             for p in layers or ():

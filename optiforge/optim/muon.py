@@ -11,7 +11,8 @@ from torch import nn
 from torch.optim import Optimizer
 from torch.optim.adam import adam as _adam_functional
 
-from ._validate import check_choice, check_int, check_nonneg, check_unit
+from optiforge import validation as check
+
 from .polar import newton_schulz, polar_express
 
 NS_METHODS = ("polar_express", "jordan", "you")
@@ -195,25 +196,25 @@ class Muon(Optimizer):
 
     @staticmethod
     def _check_muon(g: dict[str, Any], prefix: str) -> None:
-        check_nonneg(prefix + "lr", g["lr"])
-        check_unit(prefix + "momentum", g["momentum"])
-        check_nonneg(prefix + "weight_decay", g["weight_decay"])
-        check_choice(prefix + "ns", g["ns"], NS_METHODS)
-        check_int(prefix + "ns_steps", g["ns_steps"], 1)
-        check_choice(prefix + "adjust_lr", g["adjust_lr"], ADJUST_LR)
+        check.nonneg(g["lr"], prefix + "lr")
+        check.unit(g["momentum"], prefix + "momentum")
+        check.nonneg(g["weight_decay"], prefix + "weight_decay")
+        check.choice(g["ns"], prefix + "ns", NS_METHODS)
+        check.integer(g["ns_steps"], prefix + "ns_steps", minimum=1)
+        check.choice(g["adjust_lr"], prefix + "adjust_lr", ADJUST_LR)
         if not isinstance(g["nesterov"], bool):
             raise ValueError(f"{prefix}nesterov must be a bool, got {g['nesterov']!r}")
 
     @staticmethod
     def _check_adamw(g: dict[str, Any], prefix: str) -> None:
-        check_nonneg(prefix + "lr", g["lr"])
+        check.nonneg(g["lr"], prefix + "lr")
         betas = g["betas"]
         if len(betas) != 2:
             raise ValueError(f"{prefix}betas must be a pair, got {betas!r}")
-        check_unit(prefix + "betas[0]", betas[0])
-        check_unit(prefix + "betas[1]", betas[1])
-        check_nonneg(prefix + "eps", g["eps"])
-        check_nonneg(prefix + "weight_decay", g["weight_decay"])
+        check.unit(betas[0], prefix + "betas[0]")
+        check.unit(betas[1], prefix + "betas[1]")
+        check.nonneg(g["eps"], prefix + "eps")
+        check.nonneg(g["weight_decay"], prefix + "weight_decay")
 
     @torch.no_grad()
     def step(self, closure: Callable[[], float] | None = None) -> float | None:

@@ -31,8 +31,8 @@ from fastapi.responses import JSONResponse
 from pydantic import BaseModel, ConfigDict, Field
 from starlette.exceptions import HTTPException as StarletteHTTPException
 
-from optiforge.blackbox.study import Study, Trial, validate_study_args
 from optiforge.platform.store import ConflictError, NotFoundError, Store
+from optiforge.platform.study import Study, Trial, validate_study
 
 log = logging.getLogger("optiforge.api")
 
@@ -216,7 +216,7 @@ def create_app(store: Store | str | None = None, *, max_cached_studies: int = 25
         opts = dict(body.agent_options or {})
         if body.seed is not None:
             opts["seed"] = body.seed
-        space, opts = validate_study_args(body.space, body.direction, body.agent, opts)
+        space, opts = validate_study(body.space, body.direction, body.agent, opts)
         sid = st.create_study(who, space.to_dict(), body.direction, body.agent, opts, name=body.name)
         return study_out(study_for(sid, who))
 

@@ -19,8 +19,8 @@ from typing import Any
 
 import httpx
 
-from optiforge.blackbox.study import Trial
 from optiforge.platform.store.errors import ConflictError, NotFoundError
+from optiforge.platform.study import Trial
 
 
 class APIError(ValueError):
@@ -44,8 +44,8 @@ class RemoteConflictError(APIError, ConflictError):
 
 
 def _trial(d: Mapping[str, Any]) -> Trial:
-    return Trial(id=int(d["id"]), number=int(d["number"]), params=dict(d["params"]),
-                 value=d.get("value"), state=str(d["state"]))
+    return Trial(id=int(d["id"]), params=dict(d["params"]), value=d.get("value"),
+                 state=str(d["state"]))
 
 
 class Client:

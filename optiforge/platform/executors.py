@@ -3,7 +3,9 @@
 Both satisfy :class:`optiforge.agents.protocols.ProgramEvaluator`::
 
     with make_executor("local", workers=2) as ex:
-        evaluations = ex.evaluate("binpacking", programs, "train")   # order preserved
+        evaluations = ex.evaluate(get_task("binpacking"), programs, "train")   # order preserved
+
+(a task name is accepted too, and resolved once through the registry).
 
 Every program runs in a :class:`~optiforge.platform.sandbox.Sandbox` child and is scored by the
 task's trusted scorer in the process that owns that sandbox (this process for ``local``, a
@@ -12,12 +14,13 @@ Ray worker actor for ``ray``).
 
 from __future__ import annotations
 
-import importlib
 import sys
 from collections.abc import Sequence
 from typing import Any
 
-from optiforge.heuristics.base import get_task
+from optiforge.extras import require
+from optiforge.heuristics import HeuristicTask, get_task
+from optiforge.heuristics.registry import task_from_ref, task_ref
 from optiforge.platform.sandbox.evaluate import evaluate_programs
 from optiforge.platform.sandbox.limits import SandboxLimits
 from optiforge.platform.sandbox.sandbox import Sandbox, check_split
@@ -26,16 +29,16 @@ from optiforge.types import Evaluation
 EXECUTORS = ("local", "ray")
 
 
-def _check_args(task: Any, programs: Any, split: Any) -> str:
-    if not isinstance(task, str):
-        raise TypeError(f"task: expected a task name, got {type(task).__name__}")
-    task_obj = get_task(task)  # ValueError naming `task` when unknown
+def _check_args(task: Any, programs: Any, split: Any) -> HeuristicTask:
+    task_obj = get_task(task) if isinstance(task, str) else task  # ValueError naming `task`
+    if not isinstance(task_obj, HeuristicTask):
+        raise TypeError(f"task: expected a HeuristicTask or a task name, got {type(task).__name__}")
     if isinstance(programs, (str, bytes)) or not isinstance(programs, Sequence):
         raise TypeError("programs: expected a sequence of program sources")
     if not all(isinstance(p, str) for p in programs):
         raise TypeError("programs: every program must be a str")
     check_split(task_obj, split)
-    return task
+    return task_obj
 
 
 class LocalExecutor:
@@ -56,9 +59,10 @@ class LocalExecutor:
     def protections(self) -> dict[str, Any]:
         return self.sandbox.protections
 
-    def evaluate(self, task: str, programs: Sequence[str], split: str = "train") -> list[Evaluation]:
-        _check_args(task, programs, split)
-        return evaluate_programs(self.sandbox, task, list(programs), split)
+    def evaluate(self, task: HeuristicTask | str, programs: Sequence[str],
+                 split: str = "train") -> list[Evaluation]:
+        task_obj = _check_args(task, programs, split)
+        return evaluate_programs(self.sandbox, task_obj, list(programs), split)
 
     def close(self) -> None:
         self.sandbox.close()
@@ -74,13 +78,15 @@ class _SandboxActor:
     """Body of a Ray worker actor: owns a one-worker Sandbox and scores what it runs."""
 
     def __init__(self, limits: dict[str, Any], import_path: list[str]) -> None:
-        # Make the driver's modules (e.g. a task registered outside optiforge) importable here.
+        # Make the driver's modules (e.g. a task defined outside optiforge) importable here.
         sys.path.extend(p for p in import_path if p not in sys.path)
         self.sandbox = Sandbox(workers=1, limits=SandboxLimits(**limits))
+        self.tasks: dict[str, HeuristicTask] = {}
 
-    def evaluate(self, task: str, module: str, program: str, split: str) -> dict[str, Any]:
-        importlib.import_module(module)
-        [evaluation] = evaluate_programs(self.sandbox, task, [program], split)
+    def evaluate(self, ref: str, program: str, split: str) -> dict[str, Any]:
+        if ref not in self.tasks:
+            self.tasks[ref] = task_from_ref(ref)
+        [evaluation] = evaluate_programs(self.sandbox, self.tasks[ref], [program], split)
         return evaluation.to_dict()
 
     def protections(self) -> dict[str, Any]:
@@ -91,10 +97,9 @@ class _SandboxActor:
 
 
 def _import_ray() -> Any:
-    try:
-        import ray
-    except ImportError as exc:
-        raise ImportError("the 'ray' executor needs Ray: pip install 'optiforge[ray]'") from exc
+    require("ray", "the 'ray' executor")
+    import ray
+
     return ray
 
 
@@ -141,11 +146,11 @@ class RayExecutor:
     def protections(self) -> dict[str, Any]:
         return self._ray.get(self._actors[0].protections.remote())
 
-    def evaluate(self, task: str, programs: Sequence[str], split: str = "train") -> list[Evaluation]:
-        _check_args(task, programs, split)
-        module = type(get_task(task)).__module__
+    def evaluate(self, task: HeuristicTask | str, programs: Sequence[str],
+                 split: str = "train") -> list[Evaluation]:
+        ref = task_ref(_check_args(task, programs, split))  # the object crosses as its class ref
         results = self._pool.map(
-            lambda actor, program: actor.evaluate.remote(task, module, program, split), list(programs))
+            lambda actor, program: actor.evaluate.remote(ref, program, split), list(programs))
         return [Evaluation(**d) for d in results]
 
     def close(self) -> None:

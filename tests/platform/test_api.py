@@ -71,7 +71,7 @@ def test_client_end_to_end(server):
         assert client.get_study(study.id).space == study.space
         # What the server stored is what the client saw.
         stored = server["store"].trials(study.id)
-        assert [t.id for t in stored] == [t.id for t in study.trials]
+        assert [t.number for t in stored] == [t.id for t in study.trials]
 
 
 def test_auth_and_ownership(server):

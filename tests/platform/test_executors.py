@@ -12,7 +12,7 @@ sys.path.insert(0, str(Path(__file__).parent / "sandbox"))
 from sandbox_fixture_tasks import LPT, SPT, TASK  # noqa: E402
 
 from optiforge.agents.protocols import ProgramEvaluator  # noqa: E402
-from optiforge.heuristics.base import get_task  # noqa: E402
+from optiforge.heuristics import get_task  # noqa: E402
 from optiforge.platform.executors import LocalExecutor, make_executor  # noqa: E402
 from optiforge.platform.sandbox import SandboxLimits  # noqa: E402
 

@@ -30,6 +30,7 @@ from typing import Any
 
 import numpy as np
 
+from optiforge import validation as check
 from optiforge.agents.evolution.parsing import parse_response, signature_params
 from optiforge.agents.evolution.population import (
     PoolEntry,
@@ -96,26 +97,18 @@ class EvolutionConfig:
         if isinstance(self.rewards, dict):
             self.rewards = RewardConfig(**self.rewards)
         for name in ("samples_per_prompt", "pool_size", "collapse_C", "max_new_tokens", "max_prompt_chars"):
-            v = getattr(self, name)
-            if isinstance(v, bool) or not isinstance(v, int) or v < 1:
-                raise ValueError(f"{name}: must be an int >= 1, got {v!r}")
+            check.integer(getattr(self, name), f"agent_options.{name}", minimum=1)
         for name in ("init_from_seed_prob", "delta0", "top_p"):
-            v = getattr(self, name)
-            if isinstance(v, bool) or not isinstance(v, (int, float)) or not 0.0 <= v <= 1.0:
-                raise ValueError(f"{name}: must be a number in [0, 1], got {v!r}")
-        if isinstance(self.temperature, bool) or not isinstance(self.temperature, (int, float)) or self.temperature < 0:
-            raise ValueError(f"temperature: must be a number >= 0, got {self.temperature!r}")
+            check.unit(getattr(self, name), f"agent_options.{name}", closed=True)
+        check.nonneg(self.temperature, "agent_options.temperature")
         if not isinstance(self.operator_weights, dict) or not self.operator_weights:
-            raise TypeError("operator_weights: expected a non-empty dict of operator -> weight")
+            raise TypeError("agent_options.operator_weights: expected a non-empty dict of operator -> weight")
         for op, w in self.operator_weights.items():
-            if op not in OPERATORS:
-                raise ValueError(f"operator_weights: unknown operator {op!r}; known: {', '.join(OPERATORS)}")
-            if isinstance(w, bool) or not isinstance(w, (int, float)) or not math.isfinite(w) or w < 0:
-                raise ValueError(f"operator_weights: weight of {op!r} must be a finite number >= 0, got {w!r}")
+            check.choice(op, "agent_options.operator_weights", OPERATORS)
+            check.nonneg(w, f"agent_options.operator_weights[{op!r}]")
         if sum(self.operator_weights.values()) <= 0:
-            raise ValueError("operator_weights: at least one weight must be > 0")
-        if self.system is not None and not isinstance(self.system, str):
-            raise TypeError(f"system: expected str or None, got {type(self.system).__name__}")
+            raise ValueError("agent_options.operator_weights: at least one weight must be > 0")
+        check.text(self.system, "agent_options.system", optional=True, max_len=None, empty=True)
 
     def to_dict(self) -> dict[str, Any]:
         return asdict(self)
@@ -125,7 +118,7 @@ class EvolutionConfig:
         known = {f.name for f in fields(cls)}
         unknown = set(d) - known
         if unknown:
-            raise ValueError(f"config: unknown field(s) {', '.join(sorted(unknown))}")
+            raise ValueError(f"agent_options: unknown option(s) {sorted(unknown)}; known: {sorted(known)}")
         return cls(**d)
 
 
@@ -251,6 +244,20 @@ class EvolutionAgent:
     def best(self) -> PoolEntry | None:
         """Best heuristic so far (the pool always keeps it, even through collapses)."""
         return self.population.best
+
+    def known_evaluation(self, h: str) -> Evaluation | None:
+        """What the run remembers of an earlier program with hash ``h`` (``None`` if unseen).
+
+        The agent keeps one record per distinct program (its score, or ``None`` when it was
+        invalid) in its state; a campaign reuses it for duplicates instead of evaluating them
+        again, so the run has one cache of seen programs.
+        """
+        if h not in self._seen:
+            return None
+        score = self._seen[h]
+        if score is None:
+            return Evaluation.invalid(f"duplicate of invalid program {h}")
+        return Evaluation(valid=True, score=score)
 
     def initial_programs(self) -> list[Program]:
         """The task's seed heuristics as programs (operator ``"seed"``)."""

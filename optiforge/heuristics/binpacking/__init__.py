@@ -1,11 +1,8 @@
 """Online bin packing (FunSearch semantics): task "binpacking"."""
 
-from optiforge.heuristics.base import register_task
 from optiforge.heuristics.binpacking.datasets import BinPackingDataset, dataset_names, get_dataset
 from optiforge.heuristics.binpacking.simulate import check_assignment, count_bins, online_pack
 from optiforge.heuristics.binpacking.task import BinPackingTask
-
-register_task("binpacking", BinPackingTask)
 
 __all__ = [
     "BinPackingDataset",

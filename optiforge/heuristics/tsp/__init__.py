@@ -1,6 +1,5 @@
 """TSP constructive heuristics (EoH convention): task "tsp"."""
 
-from optiforge.heuristics.base import register_task
 from optiforge.heuristics.tsp.construct import construct_tour
 from optiforge.heuristics.tsp.instances import TSPDataset, dataset_names, get_dataset
 from optiforge.heuristics.tsp.reference import (
@@ -11,8 +10,6 @@ from optiforge.heuristics.tsp.reference import (
     tour_length,
 )
 from optiforge.heuristics.tsp.task import TSPTask
-
-register_task("tsp", TSPTask)
 
 __all__ = [
     "TSPDataset",

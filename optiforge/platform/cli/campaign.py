@@ -13,6 +13,7 @@ from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, T
 from rich.syntax import Syntax
 from rich.table import Table
 
+from optiforge.platform.campaigns.summary import campaign_summary
 from optiforge.platform.cli.errors import fail, user_errors
 
 campaign_app = typer.Typer(help="Launch, inspect, resume and export discovery campaigns.",
@@ -32,55 +33,65 @@ def _fmt(x: float | None, digits: int = 3) -> str:
 
 def register(app: typer.Typer) -> None:
     app.command("tasks", help="List the heuristic and black-box tasks.")(tasks)
+    app.command("agents", help="List the agents (built-in and plug-ins).")(agents)
     app.command("evaluate", help="Evaluate a heuristic program file on a task (sandboxed).")(evaluate)
     app.add_typer(campaign_app, name="campaign")
 
 
+def _emit_rows(rows: list[dict], columns: dict[str, str], as_json: bool) -> None:
+    if as_json:
+        print(json.dumps(rows, indent=2))
+        return
+    table = Table(*columns.values())
+    for r in rows:
+        table.add_row(*(str(r[k]) for k in columns))
+    console.print(table)
+
+
+@user_errors
+def agents(as_json: bool = typer.Option(False, "--json", help="Machine-readable output.")) -> None:
+    from optiforge.agents.registry import agent_names, get_agent
+
+    rows = [{"name": n, "kind": get_agent(n).kind, "summary": get_agent(n).summary}
+            for n in agent_names()]
+    _emit_rows(rows, {"name": "agent", "kind": "kind", "summary": "summary"}, as_json)
+
+
+@user_errors
 def tasks(as_json: bool = typer.Option(False, "--json", help="Machine-readable output.")) -> None:
-    from optiforge.heuristics.base import get_task, task_names
+    from optiforge.blackbox import blackbox_task_names
+    from optiforge.heuristics import get_task, task_names
 
     rows = []
     for name in task_names():
         t = get_task(name)
         rows.append({"name": name, "kind": "heuristic", "entry_point": t.entry_point,
                      "baseline": t.baseline, "description": t.description.strip().split("\n")[0]})
-    try:
-        from optiforge.blackbox import blackbox_task_names
-    except ImportError:  # black-box package not installed in this build
-        blackbox_task_names = None
-    if blackbox_task_names is not None:
-        for name in blackbox_task_names():
-            rows.append({"name": name, "kind": "blackbox", "entry_point": "", "baseline": "",
-                         "description": "black-box function (append -D for a dimension, e.g. ackley-20)"})
-    if as_json:
-        print(json.dumps(rows, indent=2))
-        return
-    table = Table("task", "kind", "implements", "baseline", "description")
-    for r in rows:
-        table.add_row(r["name"], r["kind"], r["entry_point"], r["baseline"], r["description"])
-    console.print(table)
+    for name in blackbox_task_names():
+        rows.append({"name": name, "kind": "blackbox", "entry_point": "", "baseline": "",
+                     "description": "black-box function (append -D for a dimension, e.g. ackley-20)"})
+    _emit_rows(rows, {"name": "task", "kind": "kind", "entry_point": "implements",
+                      "baseline": "baseline", "description": "description"}, as_json)
 
 
 @user_errors
 def evaluate(
     task: str = typer.Option(..., help="Task name (see `optiforge tasks`)."),
     program: Path = typer.Option(..., help="Python file defining the task's function."),
-    split: str = typer.Option("test", help="Instance split: train | validation | test."),
+    split: str = typer.Option("test", help="Instance split: train | validation | test, or a dataset name the task offers."),
     as_json: bool = typer.Option(False, "--json", help="Print valid, score, metrics, error, runtime_s."),
     timeout: float = typer.Option(120.0, help="Wall-clock limit in seconds."),
 ) -> None:
-    from optiforge.heuristics.base import SPLITS, get_task
+    from optiforge.heuristics import get_task
     from optiforge.platform.executors import make_executor
     from optiforge.platform.sandbox import SandboxLimits
 
-    get_task(task)
-    if split not in SPLITS:
-        raise ValueError(f"split: unknown split {split!r}; choose one of {', '.join(SPLITS)}")
+    task_obj = get_task(task)
     if not program.is_file():
         raise FileNotFoundError(f"program: no such file {str(program)!r}")
     source = program.read_text()
     with make_executor("local", workers=1, limits=SandboxLimits(timeout_s=timeout)) as ex:
-        ev = ex.evaluate(task, [source], split)[0]
+        ev = ex.evaluate(task_obj, [source], split)[0]  # the executor checks `split`
     if as_json:
         print(json.dumps(ev.to_dict(), indent=2))
     else:
@@ -95,7 +106,7 @@ def evaluate(
 
 
 def _run_with_progress(store, cid: str) -> None:
-    from optiforge.platform.orchestrator import run_campaign
+    from optiforge.platform.campaigns import run_campaign
 
     campaign = store.get_campaign(cid)
     console.print(f"campaign [bold]{cid}[/]  task={campaign.task}  agent={campaign.agent}  "
@@ -114,11 +125,12 @@ def _run_with_progress(store, cid: str) -> None:
             console.print(f"\ninterrupted; resume with: optiforge campaign resume {cid}")
             raise typer.Exit(130) from None
     console.print(f"\ncampaign id: [bold]{report.campaign_id}[/]  ({report.generated} programs generated)")
-    if report.best_code is None:
-        console.print("[red]no valid program found[/]")
+    if report.best_code is None and report.best_params is None:
+        console.print("[red]no valid candidate found[/]")
         return
-    if report.test_split == "objective":  # a black-box campaign: the best point and its regret
-        console.print(f"best value {_fmt(report.best_train_score, 6)} at {report.best_code}")
+    if report.best_params is not None:  # a black-box campaign: the best point and its regret
+        console.print(f"best value {_fmt(report.best_train_score, 6)} at "
+                      f"{json.dumps(report.best_params, sort_keys=True)}")
         if report.baseline_test_score is not None:
             console.print(f"regret vs the known optimum: {_fmt(report.gap_vs_baseline, 6)}")
         return
@@ -137,7 +149,7 @@ def _run_with_progress(store, cid: str) -> None:
 @user_errors
 def run(
     task: str = typer.Option(..., help="Task name (see `optiforge tasks`)."),
-    agent: str = typer.Option("evolution", help="evolution | hollm"),
+    agent: str = typer.Option("evolution", help="evolution | hollm | random (see `optiforge agents`)."),
     budget: int = typer.Option(..., help="LLM-written programs (evolution) or evaluations (hollm)."),
     llm: str | None = typer.Option(
         None, help="LLM spec: smollm2 (default for evolution), hf:<id>, openai:<url>#<model>, "
@@ -152,23 +164,24 @@ def run(
     max_new_tokens: int = typer.Option(384, help="Generation length limit per sample."),
     rl_every: int = typer.Option(2, help="With --rl grpo: one RL update every K rounds."),
     options: str | None = typer.Option(
-        None, help='HOLLM agent options as JSON, e.g. \'{"proposer": "sobol", "b": 4}\'.'),
+        None, help='Agent options as JSON, e.g. \'{"proposer": "sobol", "b": 4}\' (hollm) or '
+                   '\'{"pool_size": 8}\' (evolution; --samples/--max-new-tokens override).'),
     name: str | None = typer.Option(None, help="A label for the campaign."),
 ) -> None:
-    from optiforge.platform.orchestrator import create_campaign
+    from optiforge.agents.registry import get_agent
+    from optiforge.platform.campaigns import create_campaign
 
     store = _store()
-    if agent == "hollm":
-        try:
-            agent_options = json.loads(options) if options else {}
-        except json.JSONDecodeError as exc:
-            raise ValueError(f"options: not valid JSON ({exc.msg})") from None
-        config = {"agent_options": agent_options}
-    else:
-        if options:
-            raise ValueError("options: only the hollm agent takes --options")
-        config = {"agent": {"samples_per_prompt": samples, "max_new_tokens": max_new_tokens},
-                  "rl_every": rl_every}
+    try:
+        agent_options = json.loads(options) if options else {}
+    except (json.JSONDecodeError, RecursionError) as exc:
+        raise ValueError(f"options: not valid JSON ({getattr(exc, 'msg', 'nested too deeply')})") from None
+    if not isinstance(agent_options, dict):
+        raise ValueError("options: expected a JSON object")
+    config: dict = {"agent_options": agent_options}
+    if get_agent(agent).kind == "program":
+        agent_options.update({"samples_per_prompt": samples, "max_new_tokens": max_new_tokens})
+        config["rl_every"] = rl_every
     cid = create_campaign(store, task=task, agent=agent, budget=budget, llm=llm, seed=seed,
                           executor=executor, rl=rl, workers=workers, config=config, name=name)
     _run_with_progress(store, cid)
@@ -190,10 +203,11 @@ def list_(as_json: bool = typer.Option(False, "--json")) -> None:
     store = _store()
     rows = []
     for c in store.list_campaigns():
-        best = store.best_candidates(c.id, k=1)
+        s = campaign_summary(store, c.id)
+        best = s["best"][0] if s["best"] else None
         rows.append({"id": c.id, "task": c.task, "agent": c.agent, "llm": c.llm, "status": c.status,
-                     "budget": c.budget, "evaluations": store.evaluations_count(c.id),
-                     "best_score": best[0].score if best else None,
+                     "budget": c.budget, "evaluations": s["evaluations"],
+                     "best_score": None if best is None else best.get("score", best.get("value")),
                      "created_at": str(c.created_at)})
     if as_json:
         print(json.dumps(rows, indent=2))
@@ -205,41 +219,6 @@ def list_(as_json: bool = typer.Option(False, "--json")) -> None:
     console.print(table)
 
 
-def campaign_summary(store, campaign_id: str) -> dict:
-    """Everything `campaign show` reports, as a dict (also the --json output)."""
-    c = store.get_campaign(campaign_id)
-    cands = store.candidates(campaign_id)
-    generated = [x for x in cands if x.operator != "seed"]
-    by_op: dict[str, dict[str, int]] = {}
-    for x in generated:
-        d = by_op.setdefault(x.operator, {"generated": 0, "valid": 0})
-        d["generated"] += 1
-        d["valid"] += int(bool(x.valid))
-    best = store.best_candidates(campaign_id, k=3)
-    tests = {e.candidate_hash: e for e in store.evaluations(campaign_id, split="test")}
-    rewards_by_round: dict[int, list[float]] = {}
-    for x in generated:
-        if x.reward is not None:
-            rewards_by_round.setdefault(x.round, []).append(x.reward)
-    adapters = [{"name": a.name, "path": str(a.path), **a.meta}
-                for a in store.artifacts(campaign_id, kind="adapter")]
-    return {
-        "id": c.id, "name": c.name, "task": c.task, "agent": c.agent, "llm": c.llm,
-        "status": c.status, "budget": c.budget, "seed": c.seed, "executor": c.executor,
-        "config": c.config, "rounds": store.rounds_done(campaign_id),
-        "generated": len(generated),
-        "valid_rate": (sum(bool(x.valid) for x in generated) / len(generated)) if generated else None,
-        "operators": by_op,
-        "best": [{"hash": b.hash, "score": b.score, "idea": b.idea, "operator": b.operator,
-                  "round": b.round, "test_score": tests[b.hash].score if b.hash in tests else None,
-                  "code": b.code} for b in best],
-        "reward_trend": [{"round": r, "mean_reward": sum(v) / len(v)}
-                         for r, v in sorted(rewards_by_round.items())],
-        "rl_steps": len(adapters),
-        "adapters": adapters,
-    }
-
-
 @campaign_app.command("show")
 @user_errors
 def show(campaign_id: str = typer.Argument(...), as_json: bool = typer.Option(False, "--json")) -> None:
@@ -249,6 +228,12 @@ def show(campaign_id: str = typer.Argument(...), as_json: bool = typer.Option(Fa
         return
     console.print(f"[bold]{s['id']}[/]  {s['status']}  task={s['task']}  agent={s['agent']}  "
                   f"llm={s['llm']}  seed={s['seed']}  executor={s['executor']}")
+    if "study_id" in s:  # a black-box campaign: its study's trials
+        console.print(f"study {s['study_id']}  evaluations {s['evaluations']}/{s['budget']}  "
+                      f"failed {s['failed']}  running {s['running']}")
+        for k, b in enumerate(s["best"]):
+            console.print(f"#{k + 1} value {_fmt(b['value'], 6)} at {json.dumps(b['params'], sort_keys=True)}")
+        return
     console.print(f"rounds {s['rounds']}  generated {s['generated']}/{s['budget']}  "
                   f"valid rate {_fmt(s['valid_rate'], 2)}  RL steps {s['rl_steps']}")
     ops = Table("operator", "generated", "valid")
@@ -273,32 +258,29 @@ def show(campaign_id: str = typer.Argument(...), as_json: bool = typer.Option(Fa
 def export(
     campaign_id: str = typer.Argument(...),
     out: Path = typer.Option(None, help="Output folder (default ./<id>-export)."),
-    top: int = typer.Option(5, help="How many best programs to write as .py files."),
+    top: int = typer.Option(5, help="How many best candidates to write (best_<i>.py or .json)."),
 ) -> None:
     import shutil
 
-    store = _store()
-    summary = campaign_summary(store, campaign_id)
+    from optiforge.platform.campaigns import export_records
+
+    records = export_records(_store(), campaign_id, top)
     out = out or Path(f"{campaign_id}-export")
     out.mkdir(parents=True, exist_ok=True)
-    for i, b in enumerate(store.best_candidates(campaign_id, k=top)):
-        header = f'"""{summary["task"]} heuristic #{i + 1}: score {b.score:.4f} (train).\n\n{b.idea or ""}\n"""\n'
-        (out / f"best_{i + 1}.py").write_text(header + (b.code or ""))
-    fields = ["round", "operator", "hash", "split", "valid", "score", "reward", "error", "runtime_s"]
+    for name, text in records.best_files:
+        (out / name).write_text(text)
     with open(out / "evaluations.csv", "w", newline="") as f:
         w = csv.writer(f)
-        w.writerow(fields)
-        for x in store.candidates(campaign_id):
-            w.writerow([getattr(x, k) for k in fields])
-    records = [{k: getattr(x, k) for k in (*fields, "idea", "code", "parents", "metrics")}
-               for x in store.candidates(campaign_id)]
-    (out / "evaluations.json").write_text(json.dumps(records, indent=1, default=str))
-    (out / "campaign.json").write_text(json.dumps(summary, indent=2, default=str))
-    adapters = store.artifacts(campaign_id, kind="adapter")
-    if adapters:
+        w.writerow(records.fields)
+        for row in records.rows:
+            w.writerow([json.dumps(row[k]) if isinstance(row[k], dict) else row[k]
+                        for k in records.fields])
+    (out / "evaluations.json").write_text(json.dumps(records.rows, indent=1, default=str))
+    (out / "campaign.json").write_text(json.dumps(records.summary, indent=2, default=str))
+    if records.adapter is not None:
         dest = out / "adapter"
         if dest.exists():
             shutil.rmtree(dest)
-        src = Path(adapters[-1].path)
+        src = records.adapter
         (shutil.copytree if src.is_dir() else shutil.copy2)(src, dest)
     print(str(out), file=sys.stdout)

@@ -9,6 +9,8 @@ from typing import Any, TypeVar
 
 import typer
 
+from optiforge.extras import MissingExtraError
+
 F = TypeVar("F", bound=Callable[..., Any])
 
 USAGE_ERROR = 2
@@ -21,13 +23,14 @@ def fail(message: str) -> typer.Exit:
 
 
 def user_errors(func: F) -> F:
-    """Turn the library's ValueError/TypeError/FileNotFoundError/KeyError into exit 2."""
+    """Turn the library's ValueError/TypeError/FileNotFoundError/KeyError and a missing extra
+    into exit 2."""
 
     @functools.wraps(func)
     def wrapper(*args: Any, **kwargs: Any) -> Any:
         try:
             return func(*args, **kwargs)
-        except (ValueError, TypeError, FileNotFoundError, KeyError) as exc:
+        except (ValueError, TypeError, FileNotFoundError, KeyError, MissingExtraError) as exc:
             msg = exc.args[0] if isinstance(exc, KeyError) and exc.args else exc
             raise fail(str(msg)) from None
 

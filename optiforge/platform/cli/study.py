@@ -21,6 +21,7 @@ from typing import Any
 
 import typer
 
+from optiforge.extras import require
 from optiforge.platform.cli.errors import user_errors
 
 study_app = typer.Typer(help="Create black-box studies and ask/tell from the shell (JSON output).",
@@ -73,7 +74,7 @@ def create(
     db: str = DB_OPTION,
 ) -> None:
     """Create a study; prints {"id": ...}."""
-    from optiforge.blackbox.study import create_study
+    from optiforge.platform.study import create_study
 
     sp = _json_arg(space, "space")
     opts = _json_arg(options, "options")
@@ -90,7 +91,7 @@ def ask(
     db: str = DB_OPTION,
 ) -> None:
     """Start n trials; prints {"trials": [{id, number, params, ...}]}."""
-    from optiforge.blackbox.study import load_study
+    from optiforge.platform.study import load_study
 
     _emit({"trials": [t.to_dict() for t in load_study(study_id, storage=_store(db)).ask(n)]})
 
@@ -105,7 +106,7 @@ def tell(
     db: str = DB_OPTION,
 ) -> None:
     """Report a trial's value (or --failed); prints the trial."""
-    from optiforge.blackbox.study import load_study
+    from optiforge.platform.study import load_study
 
     if failed and value is not None:
         raise ValueError("value: give either --value or --failed, not both")
@@ -125,7 +126,7 @@ def show(
     db: str = DB_OPTION,
 ) -> None:
     """Print the study, its trials and its best trial as JSON."""
-    from optiforge.blackbox.study import load_study
+    from optiforge.platform.study import load_study
 
     study = load_study(study_id, storage=_store(db))
     best = study.best_trial
@@ -174,6 +175,7 @@ def serve(
     log_level: str = typer.Option("info", help="uvicorn log level."),
 ) -> None:
     """Serve the HTTP API (OpenAPI at /openapi.json, docs at /docs)."""
+    require("server", "the HTTP service")
     from optiforge.platform.api import serve as run
 
     if not 0 <= port <= 65535:

@@ -18,6 +18,7 @@ from typing import Any
 from urllib.parse import parse_qsl
 
 from optiforge.agents.protocols import LLM
+from optiforge.extras import require
 from optiforge.platform.llm.bundled import BUNDLED_NAME
 
 SPEC_FORMS = (
@@ -138,6 +139,7 @@ def from_spec(spec: str, **overrides: Any) -> LLM:
 
 def _build(parsed: LLMSpec, options: dict[str, Any]) -> LLM:
     if parsed.kind == "hf":
+        require("llm", "a local model (smollm2, hf:...)")
         from optiforge.platform.llm.transformers_backend import TransformersLLM
 
         unknown = sorted(set(options) - set(_HF_OPTIONS))

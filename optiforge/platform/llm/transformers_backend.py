@@ -189,6 +189,13 @@ class TransformersLLM:
             self.adapter = str(p)
         return name
 
+    def prepare_for_training(self) -> Any:
+        """Make ``model`` trainable in place (see ``unpack_cpu_4bit_weights``); returns it."""
+        from optiforge.agents.evolution.rl import unpack_cpu_4bit_weights
+
+        unpack_cpu_4bit_weights(self.model)
+        return self.model
+
     # -- prompting -----------------------------------------------------------------------
     def format_prompt(self, prompt: str, system: str | None = None) -> str:
         """The exact text fed to the model for ``prompt`` (chat template when the tokenizer has one)."""

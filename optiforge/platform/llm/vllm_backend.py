@@ -7,22 +7,19 @@ import threading
 from collections.abc import Sequence
 from typing import Any
 
+from optiforge.extras import require
 from optiforge.platform.llm._common import chat_messages, check_generate_args
 from optiforge.types import Completion
 
-INSTALL_HINT = "pip install optiforge[vllm]"
+FEATURE = ("the in-process vLLM engine (a CUDA GPU; or run `vllm serve` and use "
+           "'openai:http://host:8000/v1#<model>')")
 
 
 def import_vllm() -> Any:
-    """Import vllm or raise an ImportError that says how to install it."""
-    try:
-        import vllm
-    except ImportError as exc:
-        raise ImportError(
-            f"llm: the vllm backend needs the vllm package, which is not installed: {INSTALL_HINT} "
-            f"(needs a CUDA GPU); or serve the model with `vllm serve` and use "
-            f"'openai:http://host:8000/v1#<model>' ({exc})"
-        ) from None
+    """Import vllm, or raise :class:`~optiforge.extras.MissingExtraError` naming the extra."""
+    require("vllm", FEATURE)
+    import vllm
+
     return vllm
 
 

@@ -5,9 +5,9 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any
 
-from optiforge.heuristics.base import HeuristicTask, get_task
+from optiforge.heuristics import HeuristicTask, get_task
 from optiforge.platform.sandbox.limits import SandboxResult
-from optiforge.platform.sandbox.sandbox import Sandbox, check_split
+from optiforge.platform.sandbox.sandbox import Sandbox
 from optiforge.types import Evaluation
 
 
@@ -41,8 +41,7 @@ def evaluate_programs(sandbox: Sandbox, task: str | HeuristicTask, programs: Seq
         raise TypeError(f"task: expected a task name or HeuristicTask, got {type(task).__name__}")
     if isinstance(programs, (str, bytes)) or not isinstance(programs, Sequence):
         raise TypeError("programs: expected a sequence of program sources")
-    check_split(task_obj, split)
-    results = sandbox.run_many([(program, task_obj.name, split) for program in programs])
+    results = sandbox.run_many([(program, task_obj, split) for program in programs])
     return [score_result(task_obj, split, result) for result in results]
 
 

@@ -14,7 +14,8 @@ from collections.abc import Sequence
 from concurrent.futures import ThreadPoolExecutor
 from typing import Any
 
-from optiforge.heuristics.base import SPLITS, get_task
+from optiforge.heuristics import SPLITS, HeuristicTask, get_task
+from optiforge.heuristics.registry import task_ref
 from optiforge.platform.sandbox.limits import SandboxLimits, SandboxResult
 from optiforge.platform.sandbox.protocol import ProtocolError, read_message, write_message
 
@@ -162,7 +163,7 @@ class Sandbox:
         hidden = sorted({p for p in (home, os.environ.get("HOME", "")) if p})
         self._config = {"op": "config", "limits": limits.to_dict(), "hidden": hidden,
                         "preload": list(preload)}
-        self._modules: dict[str, str | None] = {}
+        self._refs: dict[str, str] = {}
         self._splits: set[tuple[str, str]] = set()
         self._closed = False
         self._lock = threading.Lock()
@@ -185,28 +186,27 @@ class Sandbox:
         """Which isolation measures are active on this machine (reported by the zygotes)."""
         return dict(self._all[0].hello.get("protections", {}))
 
-    def _resolve(self, program: Any, task: Any, split: Any) -> tuple[str, str | None]:
+    def _resolve(self, program: Any, task: Any, split: Any) -> tuple[str, str]:
         if not isinstance(program, str):
             raise TypeError(f"program: expected str, got {type(program).__name__}")
-        name = task if isinstance(task, str) else getattr(task, "name", None)
-        if not isinstance(name, str):
+        if isinstance(task, str):
+            task = get_task(task)  # ValueError naming `task`
+        if not isinstance(task, HeuristicTask):
             raise TypeError(f"task: expected a task name or HeuristicTask, got {type(task).__name__}")
+        name = task.name
         with self._lock:
             if (name, split) not in self._splits:
-                check_split(get_task(name), split)  # ValueError names `task` / `split`
+                check_split(task, split)  # ValueError names `split`
                 self._splits.add((name, split))
-            if name not in self._modules:
-                module = type(get_task(name)).__module__
-                if module == "__main__":
-                    raise ValueError(f"task: {name!r} is defined in __main__; define it in an importable "
-                                     "module so the sandbox workers can import it")
-                self._modules[name] = module
-        return name, self._modules[name]
+            if name not in self._refs:
+                # The object crosses to the zygote as its class reference (rebuilt there).
+                self._refs[name] = task_ref(task)
+        return name, self._refs[name]
 
-    def run(self, program: str, task: str, split: str = "train") -> SandboxResult:
+    def run(self, program: str, task: HeuristicTask | str, split: str = "train") -> SandboxResult:
         """Run one program on ``task``'s ``split`` inputs; returns its (unscored) solution."""
-        name, module = self._resolve(program, task, split)
-        return self._run(program, name, module, split)
+        name, ref = self._resolve(program, task, split)
+        return self._run(program, name, ref, split)
 
     def run_many(self, jobs: Sequence[tuple[str, str, str]]) -> list[SandboxResult]:
         """Run ``(program, task, split)`` jobs in parallel over the workers; results in order."""
@@ -221,13 +221,13 @@ class Sandbox:
         futures = [self._pool.submit(self._run, *job) for job in resolved]
         return [f.result() for f in futures]
 
-    def _run(self, program: str, name: str, module: str | None, split: str) -> SandboxResult:
+    def _run(self, program: str, name: str, ref: str, split: str) -> SandboxResult:
         if self._closed:
             raise RuntimeError("sandbox: run() called after close()")
         worker = self._free.get()
         try:
             header, payload = worker.request(
-                {"program": program, "task": name, "module": module, "split": split},
+                {"program": program, "task": name, "ref": ref, "split": split},
                 backstop_s=2 * self.limits.timeout_s + _GRACE_S,
             )
         finally:

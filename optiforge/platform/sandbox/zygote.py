@@ -129,13 +129,11 @@ class Zygote:
         return os.waitstatus_to_exitcode(status) == 0
 
     # -- requests -------------------------------------------------------------------------
-    def _task(self, name: str, module: str | None) -> Any:
+    def _task(self, name: str, ref: str) -> Any:
         if name not in self.tasks:
-            if module:
-                importlib.import_module(module)
-            from optiforge.heuristics.base import get_task
+            from optiforge.heuristics.registry import task_from_ref
 
-            self.tasks[name] = get_task(name)
+            self.tasks[name] = task_from_ref(ref)
         return self.tasks[name]
 
     def _inputs(self, task: Any, split: str) -> Any:
@@ -146,7 +144,7 @@ class Zygote:
 
     def run(self, request: dict[str, Any]) -> tuple[dict[str, Any], bytes]:
         try:
-            task = self._task(request["task"], request.get("module"))
+            task = self._task(request["task"], request["ref"])
             inputs = self._inputs(task, request["split"])
         except Exception as exc:  # noqa: BLE001 - reported to the trusted parent, never run
             return {"ok": False, "error": f"sandbox: cannot prepare task {request.get('task')!r}: "

@@ -12,8 +12,8 @@ from typing import Any
 from sqlalchemy import select
 from sqlalchemy.exc import IntegrityError
 
+from optiforge import validation as v
 from optiforge.platform import config
-from optiforge.platform.store import validation as v
 from optiforge.platform.store.base import StoreBase
 from optiforge.platform.store.errors import ConflictError
 from optiforge.platform.store.models import ArtifactRow, utcnow

@@ -15,8 +15,8 @@ from sqlalchemy.engine import make_url
 from sqlalchemy.exc import DBAPIError
 from sqlalchemy.orm import Session
 
+from optiforge import validation as v
 from optiforge.platform import config
-from optiforge.platform.store import validation as v
 from optiforge.platform.store.engine import is_memory, make_engine, upgrade, writer
 from optiforge.platform.store.errors import NotFoundError
 from optiforge.platform.store.models import CampaignRow

@@ -9,7 +9,7 @@ from sqlalchemy import func, select
 from sqlalchemy.exc import IntegrityError
 from sqlalchemy.orm import Session
 
-from optiforge.platform.store import validation as v
+from optiforge import validation as v
 from optiforge.platform.store.base import StoreBase, new_id
 from optiforge.platform.store.errors import ConflictError
 from optiforge.platform.store.models import (

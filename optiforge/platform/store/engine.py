@@ -23,6 +23,7 @@ from sqlalchemy.engine import make_url
 from sqlalchemy.exc import ArgumentError, NoSuchModuleError
 from sqlalchemy.pool import StaticPool
 
+from optiforge.extras import require
 from optiforge.platform import config
 
 MIGRATIONS_DIR = Path(__file__).with_name("migrations")
@@ -51,6 +52,8 @@ def make_engine(url: str) -> Engine:
     if backend == "postgresql" and parsed.get_driver_name() in ("psycopg2", "postgresql"):
         # Plain "postgresql://" would pick psycopg2, which optiforge does not depend on.
         parsed = parsed.set(drivername="postgresql+psycopg")
+    if parsed.drivername == "postgresql+psycopg":
+        require("postgres", "a PostgreSQL store")
     try:
         return create_engine(parsed, pool_pre_ping=True)
     except (NoSuchModuleError, ImportError) as exc:

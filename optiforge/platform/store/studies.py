@@ -8,7 +8,7 @@ from typing import Any
 from sqlalchemy import select, update
 from sqlalchemy.orm import Session
 
-from optiforge.platform.store import validation as v
+from optiforge import validation as v
 from optiforge.platform.store.base import StoreBase, new_id
 from optiforge.platform.store.errors import ConflictError, NotFoundError
 from optiforge.platform.store.models import StudyRow, TrialRow, utcnow
@@ -21,6 +21,7 @@ from optiforge.platform.store.records import (
 )
 
 _FINISHED = ("complete", "failed")
+MAX_TRIAL_NUMBER = 2**31 - 1
 
 
 def _study(r: StudyRow) -> StudyRecord:
@@ -45,8 +46,15 @@ def _finish_fields(value: Any, state: Any) -> tuple[float | None, str]:
     return value, state
 
 
-def _check_trial_id(trial_id: Any) -> int:
-    return v.integer(trial_id, "trial_id", minimum=0)
+def _check_number(number: Any) -> int:
+    # Trials are addressed by their number within the study: row ids are one global sequence,
+    # and showing them would tell one tenant how busy every other tenant is.
+    return v.integer(number, "trial_id", minimum=0)
+
+
+def _number_exists(num: int, sid: str) -> None:
+    if num > MAX_TRIAL_NUMBER:  # beyond the column's range: no such trial (never a DB overflow)
+        raise NotFoundError(f"trial_id: no trial {num} in study {sid!r}")
 
 
 class StudiesMixin(StoreBase):
@@ -154,9 +162,9 @@ class StudiesMixin(StoreBase):
         with self._write() as s:
             return self._insert_trials(s, sid, [p], state, value)[0]
 
-    def finish_trial(self, study_id: str, trial_id: int, value: float | None,
+    def finish_trial(self, study_id: str, number: int, value: float | None,
                      state: str = "complete") -> Trial:
-        """Finish a waiting/running trial with ``value`` (``state`` ``complete`` or ``failed``).
+        """Finish the study's waiting/running trial ``number`` (``complete`` or ``failed``).
 
         Raises
         ------
@@ -166,32 +174,36 @@ class StudiesMixin(StoreBase):
             The trial is already finished (exactly one of two concurrent calls wins).
         """
         sid = self._check_id(study_id, "study_id")
-        tid = _check_trial_id(trial_id)
+        num = _check_number(number)
         value, state = _finish_fields(value, state)
+        _number_exists(num, sid)
+        where = (TrialRow.study_id == sid, TrialRow.number == num)
         with self._write() as s:
             # The state check is inside the UPDATE: two concurrent tells cannot both win.
             result = s.execute(
                 update(TrialRow)
-                .where(TrialRow.id == tid, TrialRow.study_id == sid,
-                       TrialRow.state.in_(OPEN_TRIAL_STATES))
+                .where(*where, TrialRow.state.in_(OPEN_TRIAL_STATES))
                 .values(value=value, state=state, finished_at=utcnow())
                 .execution_options(synchronize_session=False)
             )
-            row = s.get(TrialRow, tid, populate_existing=True)
-            if row is None or row.study_id != sid:
-                raise NotFoundError(f"trial_id: no trial {tid} in study {sid!r}")
+            row = s.scalars(select(TrialRow).where(*where)
+                            .execution_options(populate_existing=True)).one_or_none()
+            if row is None:
+                raise NotFoundError(f"trial_id: no trial {num} in study {sid!r}")
             if result.rowcount == 0:
-                raise ConflictError(f"trial_id: trial {tid} is already finished ({row.state})")
+                raise ConflictError(f"trial_id: trial {num} is already finished ({row.state})")
             return _trial(row)
 
-    def get_trial(self, study_id: str, trial_id: int) -> Trial:
-        """One trial of the study; unknown (or in another study) -> NotFoundError."""
+    def get_trial(self, study_id: str, number: int) -> Trial:
+        """The study's trial ``number``; unknown -> NotFoundError."""
         sid = self._check_id(study_id, "study_id")
-        tid = _check_trial_id(trial_id)
+        num = _check_number(number)
+        _number_exists(num, sid)
         with self._read() as s:
-            row = s.get(TrialRow, tid)
-            if row is None or row.study_id != sid:
-                raise NotFoundError(f"trial_id: no trial {tid} in study {sid!r}")
+            row = s.scalars(select(TrialRow).where(TrialRow.study_id == sid,
+                                                   TrialRow.number == num)).one_or_none()
+            if row is None:
+                raise NotFoundError(f"trial_id: no trial {num} in study {sid!r}")
             return _trial(row)
 
     def trials(self, study_id: str, states: Iterable[str] | None = None) -> list[Trial]:

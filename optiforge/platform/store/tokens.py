@@ -7,7 +7,7 @@ import secrets
 
 from sqlalchemy import update
 
-from optiforge.platform.store import validation as v
+from optiforge import validation as v
 from optiforge.platform.store.base import StoreBase
 from optiforge.platform.store.errors import NotFoundError
 from optiforge.platform.store.models import TokenRow, utcnow

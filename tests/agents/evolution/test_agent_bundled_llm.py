@@ -8,7 +8,7 @@ from __future__ import annotations
 import pytest
 
 from optiforge.agents.evolution import EvolutionAgent, EvolutionConfig, RewardConfig
-from optiforge.heuristics.base import get_task
+from optiforge.heuristics import get_task
 from optiforge.types import Evaluation
 
 pytestmark = pytest.mark.slow

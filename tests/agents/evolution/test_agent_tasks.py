@@ -12,7 +12,7 @@ from optiforge.agents.evolution import (
     RewardConfig,
     build_prompt,
 )
-from optiforge.heuristics.base import get_task
+from optiforge.heuristics import get_task
 from optiforge.heuristics.inprocess import evaluate_in_process
 from optiforge.types import Evaluation
 

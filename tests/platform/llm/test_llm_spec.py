@@ -68,5 +68,5 @@ def test_unknown_override_is_a_type_error(tmp_path):
 
 @pytest.mark.skipif(importlib.util.find_spec("vllm") is not None, reason="vllm is installed")
 def test_vllm_missing_gives_install_hint():
-    with pytest.raises(ImportError, match=r"pip install optiforge\[vllm\]"):
+    with pytest.raises(ImportError, match=r"pip install 'optiforge\[vllm\]'"):
         from_spec("vllm:meta-llama/Llama-3.1-8B-Instruct")

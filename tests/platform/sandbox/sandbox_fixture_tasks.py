@@ -12,7 +12,7 @@ from typing import Any
 
 import numpy as np
 
-from optiforge.heuristics.base import register_task
+from optiforge.heuristics import register_task
 from optiforge.types import Evaluation
 
 TASK = "sandbox_fixture_scheduling"

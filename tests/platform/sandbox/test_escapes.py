@@ -17,7 +17,7 @@ import pytest
 from conftest import SECRET, SECRET_ENV, is_root
 from sandbox_fixture_tasks import LPT, SPT, TASK
 
-from optiforge.heuristics.base import get_task
+from optiforge.heuristics import get_task
 from optiforge.platform.sandbox import Sandbox, SandboxLimits, evaluate_programs
 
 REPO = Path(__file__).resolve().parents[3]
@@ -257,14 +257,14 @@ PATCH_SCORER = """
 import sys
 import numpy
 from optiforge.types import Evaluation
-from optiforge.heuristics import base
+from optiforge.heuristics import registry
 import sandbox_fixture_tasks as fixture
 
 fake = lambda *a, **k: Evaluation(valid=True, score=-1e9)
 fixture.SchedulingTask.score = fake
-for task in base._CACHE.values():
+for task in registry._cache.values():
     task.score = fake
-base.get_task = lambda name: None
+registry.get_task = lambda name: None
 numpy.mean = lambda *a, **k: -1e9
 print("score: -1000000000")
 print('{"valid": true, "score": -1e9}')

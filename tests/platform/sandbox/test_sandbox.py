@@ -8,7 +8,7 @@ import signal
 import pytest
 from sandbox_fixture_tasks import LPT, SPT, TASK
 
-from optiforge.heuristics.base import get_task
+from optiforge.heuristics import get_task
 from optiforge.platform.sandbox import Sandbox, SandboxLimits, SandboxResult, evaluate_programs
 
 

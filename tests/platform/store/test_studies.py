@@ -51,10 +51,10 @@ def test_trial_life_cycle(store: Store) -> None:
                                            {"x": 3.0, "opt": "adam"}])
     assert [t.number for t in (t0, t1, t2)] == [0, 1, 2]
     assert all(t.state == "running" and t.value is None and t.finished_at is None for t in (t0, t1))
-    done = store.finish_trial(sid, t0.id, 0.25, "complete")
+    done = store.finish_trial(sid, t0.number, 0.25, "complete")
     assert (done.state, done.value, done.params) == ("complete", 0.25, {"x": 1.0, "opt": "adam"})
     assert done.finished_at is not None and done.finished_at >= done.created_at
-    failed = store.finish_trial(sid, t1.id, None, "failed")
+    failed = store.finish_trial(sid, t1.number, None, "failed")
     assert (failed.state, failed.value) == ("failed", None)
     ext = store.add_trial(sid, {"x": 9.0, "opt": "sgd"}, -1.5)
     assert (ext.number, ext.state, ext.value) == (3, "complete", -1.5)
@@ -62,19 +62,19 @@ def test_trial_life_cycle(store: Store) -> None:
     assert [t.number for t in store.trials(sid, states=["complete", "failed"])] == [0, 1, 3]
     assert [t.number for t in store.trials(sid)] == [0, 1, 2, 3]
     assert store.get_study(sid).n_trials == 4
-    assert store.get_trial(sid, t0.id) == done
+    assert store.get_trial(sid, t0.number) == done
     with pytest.raises(NotFoundError, match="trial_id"):
-        store.get_trial(_study(store), t0.id)
+        store.get_trial(_study(store), t0.number)
 
 
 def test_finishing_twice_conflicts_and_keeps_first_value(store: Store) -> None:
     sid = _study(store)
     (t,) = store.create_trials(sid, [{"x": 0.0, "opt": "adam"}])
-    store.finish_trial(sid, t.id, 1.0)
+    store.finish_trial(sid, t.number, 1.0)
     with pytest.raises(ConflictError, match="trial_id"):
-        store.finish_trial(sid, t.id, 2.0)
+        store.finish_trial(sid, t.number, 2.0)
     with pytest.raises(ConflictError):
-        store.finish_trial(sid, t.id, None, "failed")
+        store.finish_trial(sid, t.number, None, "failed")
     assert store.trials(sid)[0].value == 1.0
 
 
@@ -82,7 +82,7 @@ def test_unknown_or_foreign_trial_is_not_found(store: Store) -> None:
     sid, other = _study(store), _study(store)
     (t,) = store.create_trials(other, [{"x": 0.0, "opt": "adam"}])
     with pytest.raises(NotFoundError, match="trial_id"):
-        store.finish_trial(sid, t.id, 1.0)  # exists, but in another study
+        store.finish_trial(sid, t.number, 1.0)  # exists, but in another study
     with pytest.raises(NotFoundError, match="trial_id"):
         store.finish_trial(sid, 10**9, 1.0)
     with pytest.raises(NotFoundError, match="study_id"):
@@ -187,7 +187,7 @@ def test_concurrent_tells_of_one_trial_exactly_one_wins(store: Store) -> None:
     def tell(i: int) -> str:
         start.wait()
         try:
-            store.finish_trial(sid, t.id, float(i))
+            store.finish_trial(sid, t.number, float(i))
             return "won"
         except ConflictError:
             return "conflict"

@@ -1,4 +1,13 @@
-"""Argument checks shared by the Store's methods: each error names the offending argument."""
+"""Argument checks for the public boundaries: each error names the offending argument.
+
+One module for every layer (a leaf, like :mod:`optiforge.types`): the CLI, the HTTP API, the
+store, the study and the methods library validate their inputs with these functions, so the
+same mistake gets the same message everywhere (``"<name>: <what is wrong>, got <value>"``).
+Inner code trusts what a boundary validated.
+
+Echoed values are cut to :data:`MAX_ECHO` characters, so a huge bad value never comes back
+in full in an error message.
+"""
 
 from __future__ import annotations
 
@@ -7,6 +16,16 @@ import numbers
 from typing import Any
 
 MAX_NAME = 200
+MAX_ECHO = 80
+
+
+def shown(value: Any) -> str:
+    """``repr(value)``, cut to :data:`MAX_ECHO` characters for error messages."""
+    try:
+        text_ = repr(value)
+    except Exception:  # noqa: BLE001 - a hostile __repr__ must not turn a 4xx into a crash
+        text_ = f"<{type(value).__name__}>"
+    return text_ if len(text_) <= MAX_ECHO else text_[: MAX_ECHO - 3] + "..."
 
 
 def text(value: Any, name: str, *, optional: bool = False, max_len: int | None = MAX_NAME,
@@ -22,27 +41,62 @@ def text(value: Any, name: str, *, optional: bool = False, max_len: int | None =
     return value
 
 
-def integer(value: Any, name: str, *, minimum: int | None = None) -> int:
+def integer(value: Any, name: str, *, minimum: int | None = None, maximum: int | None = None) -> int:
+    """An integer (numpy integers accepted, bools refused) in ``[minimum, maximum]``."""
     if isinstance(value, bool) or not isinstance(value, numbers.Integral):
-        raise TypeError(f"{name}: expected an integer, got {type(value).__name__}")
+        raise TypeError(f"{name}: expected an integer, got {type(value).__name__} {shown(value)}")
     value = int(value)
     if minimum is not None and value < minimum:
-        raise ValueError(f"{name}: must be >= {minimum}, got {value}")
+        raise ValueError(f"{name}: must be >= {minimum}, got {shown(value)}")
+    if maximum is not None and value > maximum:
+        raise ValueError(f"{name}: must be <= {maximum}, got {shown(value)}")
     return value
 
 
-def real(value: Any, name: str, *, optional: bool = False, minimum: float | None = None) -> float | None:
+def real(value: Any, name: str, *, optional: bool = False, minimum: float | None = None,
+         maximum: float | None = None, hint: str = "") -> float | None:
     """A finite float (``None`` allowed when ``optional``); NaN/inf are refused."""
     if value is None and optional:
         return None
     if isinstance(value, bool) or not isinstance(value, numbers.Real):
-        raise TypeError(f"{name}: expected a number, got {type(value).__name__}")
-    value = float(value)
+        raise TypeError(f"{name}: expected a number, got {type(value).__name__} {shown(value)}")
+    try:
+        value = float(value)
+    except OverflowError:  # an int too large for a float
+        raise ValueError(f"{name}: must be finite, got an integer of {len(str(value))} digits{hint}") from None
     if not math.isfinite(value):
-        raise ValueError(f"{name}: must be finite, got {value}")
+        raise ValueError(f"{name}: must be finite, got {value}{hint}")
     if minimum is not None and value < minimum:
         raise ValueError(f"{name}: must be >= {minimum}, got {value}")
+    if maximum is not None and value > maximum:
+        raise ValueError(f"{name}: must be <= {maximum}, got {value}")
     return value
+
+
+def finite(value: Any, name: str, *, hint: str = "") -> float:
+    """A finite number as a float (``hint`` is appended to the error message)."""
+    return real(value, name, hint=hint)  # type: ignore[return-value]
+
+
+def nonneg(value: Any, name: str) -> float:
+    """A finite number >= 0."""
+    return real(value, name, minimum=0.0)  # type: ignore[return-value]
+
+
+def positive(value: Any, name: str) -> float:
+    """A finite number > 0."""
+    v = finite(value, name)
+    if v <= 0:
+        raise ValueError(f"{name}: must be > 0, got {v}")
+    return v
+
+
+def unit(value: Any, name: str, *, closed: bool = False) -> float:
+    """A number in ``[0, 1)`` (``[0, 1]`` when ``closed``)."""
+    v = finite(value, name)
+    if not (0.0 <= v <= 1.0) or (v == 1.0 and not closed):
+        raise ValueError(f"{name}: must be in [0, 1{']' if closed else ')'}, got {v}")
+    return v
 
 
 def boolean(value: Any, name: str) -> bool:
@@ -53,9 +107,10 @@ def boolean(value: Any, name: str) -> bool:
     raise TypeError(f"{name}: expected a bool, got {type(value).__name__}")
 
 
-def choice(value: Any, name: str, choices: tuple[str, ...]) -> str:
+def choice(value: Any, name: str, choices: tuple[str, ...] | list[str]) -> str:
+    """One of ``choices`` (strings)."""
     if not isinstance(value, str) or value not in choices:
-        raise ValueError(f"{name}: must be one of {', '.join(choices)}; got {value!r}")
+        raise ValueError(f"{name}: must be one of {', '.join(choices)}; got {shown(value)}")
     return value
 
 

@@ -6,10 +6,11 @@ from pathlib import Path
 
 import pytest
 
-from optiforge.heuristics.base import get_task
+from optiforge.heuristics import get_task
 from optiforge.heuristics.inprocess import evaluate_in_process
-from optiforge.platform.orchestrator import create_campaign, run_campaign
+from optiforge.platform.campaigns import campaign_summary, create_campaign, run_campaign
 from optiforge.platform.store import Store
+from optiforge.platform.study import load_study
 
 
 def test_campaign_runs_to_budget_and_stores_everything(home, replay_file):
@@ -70,45 +71,72 @@ def test_same_results_on_local_and_ray_executors(home, replay_file):
     assert results["local"] == results["ray"]
 
 
-def test_hollm_campaign_resumes_from_its_stored_state(home):
+def _interrupt_after(n: int):
+    """A progress callback that presses Ctrl-C once ``n`` units of budget are used."""
+
+    def progress(done: int, total: int, best: float | None) -> None:
+        if done >= n:
+            raise KeyboardInterrupt
+
+    return progress
+
+
+def test_hollm_campaign_is_a_study_and_resumes_exactly(home):
+    """A black-box campaign's evaluations are its study's trials; an interrupted campaign
+    resumes from them and spends exactly its budget, keeping every stored evaluation."""
     from optiforge.blackbox import get_blackbox_task
-    from optiforge.platform.blackbox_campaign import BlackboxCampaign
 
     store = Store()
     cid = create_campaign(store, task="branin", agent="hollm", budget=12, seed=1,
                           config={"agent_options": {"proposer": "sobol", "b": 4}})
     assert store.get_campaign(cid).llm == "none"
-    campaign = BlackboxCampaign(store, cid)
-    campaign.campaign = store.get_campaign(cid)
-    # run the first 8 evaluations, then start over from the store as a resumed process would
-    object.__setattr__(campaign.campaign, "budget", 8)
-    campaign.run()
-    first = [(c.hash, c.score) for c in store.candidates(cid)]
+    with pytest.raises(KeyboardInterrupt):
+        run_campaign(store, cid, _interrupt_after(8))
+    assert store.get_campaign(cid).status == "interrupted"
+    study = load_study(store.get_campaign(cid).config["study_id"], storage=store)
+    first = [(t.params, t.value) for t in study.trials]
     assert len(first) == 8
+    # A process killed between asking and telling leaves running trials: resume evaluates them.
+    left_running = study.ask(2)
     report = run_campaign(store, cid)
-    rows = store.candidates(cid)
-    assert len(rows) == 12 and [(c.hash, c.score) for c in rows[:8]] == first
+    trials = study.trials
+    assert len(trials) == 12 and all(t.state == "complete" for t in trials)
+    assert [(t.params, t.value) for t in trials[:8]] == first
+    assert [t.params for t in trials[8:10]] == [t.params for t in left_running]
     task = get_blackbox_task("branin")
-    assert report.best_train_score == min(c.score for c in rows)
+    assert all(t.value == pytest.approx(task(t.params)) for t in trials)  # the true objective
+    assert report.best_train_score == min(t.value for t in trials)
     assert report.gap_vs_baseline == pytest.approx(report.best_train_score - task.optimum)
-    # stored values are the true objective at the stored points
-    import json
-    for c in rows:
-        assert c.score == pytest.approx(task(json.loads(c.code)))
+    summary = campaign_summary(store, cid)
+    assert summary["evaluations"] == 12 and summary["best"][0]["value"] == report.best_train_score
+    assert store.candidates(cid) == []  # one storage path for points: trials only
 
+
+def test_resumed_hollm_campaign_proposes_what_an_uninterrupted_one_does(home):
+    store = Store()
+    opts = {"agent_options": {"proposer": "gaussian", "b": 2, "n_initial": 4}}
+    whole = create_campaign(store, task="hartmann-3", agent="hollm", budget=10, seed=5, config=opts)
+    split = create_campaign(store, task="hartmann-3", agent="hollm", budget=10, seed=5, config=opts)
+    run_campaign(store, whole)
+    with pytest.raises(KeyboardInterrupt):
+        run_campaign(store, split, _interrupt_after(6))
+    run_campaign(store, split)
+    points = [[t.params for t in store.trials(store.get_campaign(c).config["study_id"])]
+              for c in (whole, split)]
+    assert points[0] == points[1] and len(points[0]) == 10
 
 
 @pytest.mark.slow
 def test_grpo_campaign_versions_adapters_and_resumes_from_the_last(home):
     """--rl grpo on the bundled NF4 model: an adapter version per RL step, restored on resume."""
     from optiforge.agents.evolution.rl import GRPOLearner
-    from optiforge.platform.cli.campaign import campaign_summary
+    from optiforge.agents.registry import get_agent
+    from optiforge.platform.campaigns.program import ProgramCampaign
     from optiforge.platform.executors import make_executor
     from optiforge.platform.llm import clear_cache, from_spec
-    from optiforge.platform.orchestrator import EvolutionCampaign
 
     store = Store()
-    config = {"agent": {"samples_per_prompt": 4, "max_new_tokens": 24}, "rl_every": 1}
+    config = {"agent_options": {"samples_per_prompt": 4, "max_new_tokens": 24}, "rl_every": 1}
     cid = create_campaign(store, task="binpacking", budget=8, llm="smollm2", rl="grpo",
                           config=config, seed=0)
     run_campaign(store, cid)
@@ -128,9 +156,12 @@ def test_grpo_campaign_versions_adapters_and_resumes_from_the_last(home):
     clear_cache()
     llm = from_spec("smollm2")
     learner = GRPOLearner(llm.model, llm.tokenizer, seed=0, prompt_formatter=llm.format_prompt)
+    campaign = store.get_campaign(cid)
+    task = get_task("binpacking")
+    agent = get_agent("evolution").factory(task, campaign.config["agent_options"], llm, 0)
     with make_executor("local", workers=1) as ex:
-        campaign = EvolutionCampaign(store, cid, llm, ex, learner)
-        assert campaign._restore()
+        step = ProgramCampaign(store, campaign, task, agent, ex, learner=learner, llm=llm, rl_every=1)
+        assert step.restore()
     assert learner.step_count == 2
     restored = {n: p.detach() for n, p in llm.model.named_parameters() if "lora_" in n}
     assert restored.keys() == trained.keys() and trained

@@ -3,8 +3,12 @@ import pytest
 
 optuna = pytest.importorskip("optuna")
 
-from optiforge.blackbox import HOLLMSampler, get_blackbox_task  # noqa: E402
-from optiforge.blackbox.optuna_sampler import space_from_distributions  # noqa: E402
+from optiforge.blackbox import get_blackbox_task  # noqa: E402
+from optiforge.integrations.optuna import (  # noqa: E402
+    AgentSampler,
+    HOLLMSampler,
+    space_from_distributions,
+)
 
 optuna.logging.set_verbosity(optuna.logging.WARNING)
 
@@ -62,3 +66,26 @@ def test_sampler_errors_and_space_translation():
     study = optuna.create_study(directions=["minimize", "minimize"], sampler=HOLLMSampler(seed=0))
     with pytest.raises(ValueError, match="single-objective"):
         study.optimize(lambda t: (t.suggest_float("x", 0, 1), 1.0), n_trials=3, catch=())
+
+
+def test_any_registered_agent_is_a_sampler_and_replays_like_a_study(tmp_path):
+    """AgentSampler builds its agent from the registry and replays trials like a Study does:
+    the same told values give the same next point as an optiforge study with the same seed."""
+    from optiforge import create_study
+
+    with pytest.raises(ValueError, match="agent: unknown agent 'tpe'"):
+        AgentSampler("tpe")
+    space = {"x": {"type": "float", "low": 0.0, "high": 1.0}}
+    ours = create_study(space, agent="random", seed=7, storage=f"sqlite:///{tmp_path / 's.db'}")
+    study = optuna.create_study(sampler=AgentSampler("random", seed=7))
+    # Optuna samples a trial before any search space is known with its fallback sampler:
+    # record that first point in both, then every later point comes from the agent.
+    first = study.ask({"x": optuna.distributions.FloatDistribution(0.0, 1.0)})
+    study.tell(first, first.params["x"] ** 2)
+    ours.add_trial(first.params, first.params["x"] ** 2)
+    for _ in range(4):
+        trial = study.ask({"x": optuna.distributions.FloatDistribution(0.0, 1.0)})
+        mine = ours.ask()[0]
+        assert trial.params["x"] == pytest.approx(mine.params["x"])
+        study.tell(trial, trial.params["x"] ** 2)
+        ours.tell(mine.id, mine.params["x"] ** 2)

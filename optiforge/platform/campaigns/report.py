@@ -1,0 +1,67 @@
+"""What a finished campaign reports, and how a campaign's status follows its run."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
+from dataclasses import dataclass, field
+from typing import Any
+
+from optiforge.platform.store import Store
+
+ProgressCallback = Callable[[int, int, float | None], None]
+"""Called after each round with (budget used so far, budget, best score so far)."""
+
+
+@contextmanager
+def campaign_status(store: Store, campaign_id: str) -> Iterator[None]:
+    """Mark the campaign ``running`` for the block; ``interrupted`` or ``failed`` if it raises.
+
+    A ``kill -9`` leaves it ``running``, which ``resume`` accepts like ``interrupted``.
+    """
+    store.set_campaign_status(campaign_id, "running")
+    try:
+        yield
+    except KeyboardInterrupt:
+        store.set_campaign_status(campaign_id, "interrupted")
+        raise
+    except BaseException:
+        store.set_campaign_status(campaign_id, "failed")
+        raise
+
+
+@dataclass
+class CampaignReport:
+    """What a finished campaign found, as printed by ``optiforge campaign run``.
+
+    For a program campaign ``best_code`` is the best program, scored on the train split and
+    re-scored with the baseline on ``test_split``; for a black-box campaign ``best_params``
+    is the best point, ``best_test_score`` its value and the baseline the known optimum.
+    """
+
+    campaign_id: str
+    task: str
+    generated: int
+    best_code: str | None
+    best_idea: str | None
+    best_train_score: float | None
+    best_test_score: float | None
+    baseline: str | None
+    baseline_test_score: float | None
+    test_split: str = "test"
+    best_params: dict[str, Any] | None = None
+    extra: dict[str, Any] = field(default_factory=dict)
+
+    @property
+    def gap_vs_baseline(self) -> float | None:
+        """Best test score minus the baseline's (negative = better; regret for black-box)."""
+        if self.best_test_score is None or self.baseline_test_score is None:
+            return None
+        return self.best_test_score - self.baseline_test_score
+
+
+def report_to_json(report: CampaignReport) -> str:
+    d = dict(report.__dict__)
+    d["gap_vs_baseline"] = report.gap_vs_baseline
+    return json.dumps(d, indent=2)

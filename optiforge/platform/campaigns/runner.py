@@ -1,0 +1,235 @@
+"""One campaign loop for every agent kind: create, run, resume.
+
+:func:`create_campaign` validates the settings through the registries and stores the
+campaign; :func:`run_campaign` builds the step for the agent's kind and drives it with
+:func:`drive`, the one loop (status, resume from the last committed round, rounds to the
+budget, progress, report). A step is small:
+
+* :class:`~optiforge.platform.campaigns.program.ProgramCampaign` — heuristic evolution;
+* :class:`~optiforge.platform.campaigns.blackbox.BlackboxCampaign` — a study driven in process.
+"""
+
+from __future__ import annotations
+
+from typing import Any, Protocol
+
+from optiforge import validation as check
+from optiforge.agents.protocols import TrainableLLM
+from optiforge.agents.registry import AgentInfo, get_agent, validate_options
+from optiforge.platform.campaigns.report import CampaignReport, ProgressCallback, campaign_status
+from optiforge.platform.store import Campaign, Store
+
+EXECUTORS = ("local", "ray")
+RL_MODES = ("auto", "none", "grpo")
+DEFAULT_LLM = "smollm2"
+CAMPAIGN_OWNER = "local"
+
+
+class CampaignStep(Protocol):
+    """What :func:`drive` needs from an agent kind's step."""
+
+    def restore(self) -> bool:
+        """Load the stored state; ``False`` when the campaign has not started."""
+        ...
+
+    def start(self) -> None:
+        """The first round of a new campaign (e.g. the seed heuristics)."""
+        ...
+
+    def used(self) -> int:
+        """Budget spent so far, as stored."""
+        ...
+
+    def run_round(self, remaining: int) -> None:
+        """One round, committed to the store before it returns."""
+        ...
+
+    def best_score(self) -> float | None: ...
+
+    def report(self) -> CampaignReport: ...
+
+
+def drive(store: Store, campaign: Campaign, step: CampaignStep,
+          progress: ProgressCallback | None = None) -> CampaignReport:
+    """Run ``step`` until the campaign's budget is spent, then report.
+
+    The campaign is ``running`` meanwhile; ``interrupted`` on Ctrl-C, ``failed`` on an error,
+    ``finished`` at the end. Every round is committed before the next starts, so a killed
+    process resumes here from the last committed round.
+    """
+    with campaign_status(store, campaign.id):
+        if not step.restore():
+            step.start()
+        used = step.used()
+        if progress:
+            progress(used, campaign.budget, step.best_score())
+        while used < campaign.budget:
+            step.run_round(campaign.budget - used)
+            used = step.used()
+            if progress:
+                progress(used, campaign.budget, step.best_score())
+        report = step.report()
+    store.set_campaign_status(campaign.id, "finished")
+    return report
+
+
+# ---------------------------------------------------------------------------- create
+def _agent_options(config: dict[str, Any]) -> Any:
+    # Campaigns stored before the seams refactor kept the evolution options under "agent".
+    return config.get("agent_options", config.get("agent"))
+
+
+def create_campaign(
+    store: Store,
+    *,
+    task: str,
+    agent: str = "evolution",
+    budget: int,
+    llm: str | None = None,
+    seed: int = 0,
+    executor: str = "local",
+    rl: str = "none",
+    workers: int = 2,
+    config: dict[str, Any] | None = None,
+    name: str | None = None,
+) -> str:
+    """Validate a campaign's settings and store it (status ``created``); returns its id.
+
+    Parameters
+    ----------
+    store : Store
+    task : str
+        A heuristic task (program agents) or a black-box task (black-box agents).
+    agent : str
+        An agent from :func:`optiforge.agents.registry.agent_names`.
+    budget : int
+        LLM-written programs (program agents) or objective evaluations (black-box agents).
+    llm : str, optional
+        LLM backend spec; program agents default to the bundled model, black-box agents run
+        LLM-free unless given.
+    seed, executor, workers, name
+        Seed of the agent; ``local`` or ``ray``; parallel sandbox workers; a label.
+    rl : {"auto", "none", "grpo"}
+        GRPO fine-tuning of the LLM (program agents, in-process models); ``auto`` = where
+        the model trains in process.
+    config : dict, optional
+        ``agent_options`` (validated by the agent), ``rl_every``, ``rl_options``,
+        ``test_split``.
+
+    Raises
+    ------
+    ValueError, TypeError
+        Naming the offending argument (unknown task/agent/executor, budget <= 0, bad LLM
+        spec, bad agent options); nothing is stored then.
+    """
+    from optiforge.platform.llm import parse_spec
+
+    info = get_agent(agent)
+    check.choice(executor, "executor", EXECUTORS)
+    check.choice(rl, "rl", RL_MODES)
+    check.integer(budget, "budget", minimum=1)
+    check.integer(workers, "workers", minimum=1)
+    check.integer(seed, "seed", minimum=0)
+    if config is not None and not isinstance(config, dict):
+        raise TypeError(f"config: expected a dict, got {type(config).__name__}")
+    cfg = dict(config or {})
+    options = _agent_options(cfg)
+    cfg.pop("agent", None)
+    if info.kind == "program":
+        from optiforge.heuristics import get_task
+
+        get_task(task)  # ValueError naming `task`
+        cfg["agent_options"] = validate_options(agent, options)
+        llm = DEFAULT_LLM if llm is None else llm
+        check.integer(cfg.setdefault("rl_every", 2), "rl_every", minimum=1)
+    else:
+        from optiforge.blackbox import get_blackbox_task
+
+        space = get_blackbox_task(task).space
+        if rl == "grpo":
+            raise ValueError("rl: RL fine-tuning applies to program agents only")
+        if isinstance(options, dict) and llm not in (None, "none"):
+            options = {"llm": llm, **options}
+        cfg["study_id"] = _create_study(store, info, space, options, budget, seed, name)
+        llm = llm or "none"
+    if llm != "none":
+        spec = parse_spec(llm)  # ValueError naming `llm`
+        if rl == "auto":
+            # CALM's co-evolution is the default wherever the model trains in process.
+            rl = "grpo" if info.kind == "program" and spec.kind == "hf" else "none"
+    elif rl == "auto":
+        rl = "none"
+    cfg.update({"rl": rl, "workers": workers})
+    return store.create_campaign(task=task, agent=agent, llm=llm, budget=budget, seed=seed,
+                                 executor=executor, config=cfg, name=name)
+
+
+def _create_study(store: Store, info: AgentInfo, space: Any, options: Any, budget: int, seed: int,
+                  name: str | None) -> str:
+    from optiforge.platform.study import validate_study
+
+    if options is not None and not isinstance(options, dict):
+        raise TypeError(f"agent_options: expected an object, got {type(options).__name__}")
+    options = {**info.budget_defaults(budget), **(options or {}), "seed": seed}
+    sp, clean = validate_study(space, "minimize", info.name, options)
+    return store.create_study(CAMPAIGN_OWNER, sp.to_dict(), "minimize", info.name, clean,
+                              name=name or "campaign")
+
+
+# ---------------------------------------------------------------------------- run
+def run_campaign(store: Store, campaign_id: str,
+                 progress: ProgressCallback | None = None) -> CampaignReport:
+    """Run or resume the stored campaign ``campaign_id`` to its budget."""
+    campaign = store.get_campaign(campaign_id)
+    info = get_agent(campaign.agent)
+    if info.kind == "blackbox":
+        return drive(store, campaign, _blackbox_step(store, campaign), progress)
+    return _run_program_campaign(store, campaign, info, progress)
+
+
+def _blackbox_step(store: Store, campaign: Campaign) -> Any:
+    from optiforge.blackbox import get_blackbox_task
+    from optiforge.platform.campaigns.blackbox import BlackboxCampaign
+    from optiforge.platform.study import Study
+
+    study = Study(store, campaign.config["study_id"])
+    batch = get_agent(campaign.agent).batch_size(study.agent_options)
+    return BlackboxCampaign(campaign, get_blackbox_task(campaign.task), study, batch)
+
+
+def _run_program_campaign(store: Store, campaign: Campaign, info: AgentInfo,
+                          progress: ProgressCallback | None) -> CampaignReport:
+    from optiforge.heuristics import get_task
+    from optiforge.platform.campaigns.program import ProgramCampaign
+    from optiforge.platform.executors import make_executor
+    from optiforge.platform.llm import from_spec
+
+    cfg = campaign.config
+    options = _agent_options(cfg) or {}
+    llm = from_spec(campaign.llm)
+    learner = None
+    if cfg.get("rl", "none") == "grpo":
+        if not isinstance(llm, TrainableLLM):
+            raise ValueError(f"rl: the LLM backend {campaign.llm!r} is not trainable in process; "
+                             "use --rl none or a local model (smollm2, hf:...)")
+        learner = _make_learner(llm, campaign.seed, options, cfg.get("rl_options", {}))
+    task = get_task(campaign.task)
+    agent = info.factory(task, options, llm, campaign.seed)
+    with make_executor(campaign.executor, workers=int(cfg.get("workers", 2))) as evaluator:
+        step = ProgramCampaign(store, campaign, task, agent, evaluator, learner=learner,
+                               llm=llm if learner is not None else None,
+                               rl_every=int(cfg.get("rl_every", 2)),
+                               test_split=str(cfg.get("test_split", "test")))
+        return drive(store, campaign, step, progress)
+
+
+def _make_learner(llm: TrainableLLM, seed: int, agent_options: dict[str, Any],
+                  rl_options: dict[str, Any]) -> Any:
+    from optiforge.agents.evolution.rl import GRPOLearner
+
+    # The learner's sampling settings mirror the agent's, so its ratios refer to the policy
+    # that actually sampled the completions.
+    options = {"temperature": agent_options.get("temperature", 0.8),
+               "max_completion_tokens": agent_options.get("max_new_tokens", 512), **rl_options}
+    return GRPOLearner(llm.model, llm.tokenizer, seed=seed, prompt_formatter=llm.format_prompt,
+                       **options)

@@ -1,0 +1,129 @@
+"""What ``campaign show`` and ``campaign export`` report, for either agent kind.
+
+A program campaign's record is its candidates (with evaluations, LLM calls, adapters); a
+black-box campaign's record is its study's trials. Both are read from the store only: no LLM,
+sandbox or agent is built to show or export a campaign.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from optiforge.agents.registry import get_agent
+from optiforge.platform.store import Store
+
+PROGRAM_FIELDS = ("round", "operator", "hash", "split", "valid", "score", "reward", "error",
+                  "runtime_s")
+TRIAL_FIELDS = ("id", "state", "value", "params")
+
+
+def _is_blackbox(agent: str) -> bool:
+    return get_agent(agent).kind == "blackbox"
+
+
+def campaign_summary(store: Store, campaign_id: str) -> dict[str, Any]:
+    """Everything ``campaign show`` reports, as a JSON-able dict (also its ``--json``)."""
+    c = store.get_campaign(campaign_id)
+    head = {"id": c.id, "name": c.name, "task": c.task, "agent": c.agent, "llm": c.llm,
+            "status": c.status, "budget": c.budget, "seed": c.seed, "executor": c.executor,
+            "config": c.config}
+    if _is_blackbox(c.agent):
+        return {**head, **_blackbox_summary(store, c.config["study_id"])}
+    return {**head, **_program_summary(store, campaign_id)}
+
+
+def _blackbox_summary(store: Store, study_id: str) -> dict[str, Any]:
+    trials = store.trials(study_id)
+    done = [t for t in trials if t.state in ("complete", "failed")]
+    complete = sorted((t for t in trials if t.state == "complete"), key=lambda t: t.value)
+    return {
+        "study_id": study_id,
+        "evaluations": len(done),
+        "failed": sum(t.state == "failed" for t in trials),
+        "running": sum(t.state in ("running", "waiting") for t in trials),
+        "best": [{"id": t.number, "value": t.value, "params": t.params} for t in complete[:3]],
+    }
+
+
+def _program_summary(store: Store, campaign_id: str) -> dict[str, Any]:
+    cands = store.candidates(campaign_id)
+    generated = [x for x in cands if x.operator != "seed"]
+    by_op: dict[str, dict[str, int]] = {}
+    rewards_by_round: dict[int, list[float]] = {}
+    for x in generated:
+        d = by_op.setdefault(x.operator, {"generated": 0, "valid": 0})
+        d["generated"] += 1
+        d["valid"] += int(bool(x.valid))
+        if x.reward is not None:
+            rewards_by_round.setdefault(x.round, []).append(x.reward)
+    best = store.best_candidates(campaign_id, k=3)
+    tests = {e.candidate_hash: e for e in store.evaluations(campaign_id, split="test")}
+    adapters = [{"name": a.name, "path": str(a.path), **a.meta}
+                for a in store.artifacts(campaign_id, kind="adapter")]
+    return {
+        "rounds": store.rounds_done(campaign_id),
+        "generated": len(generated),
+        "evaluations": len(cands),
+        "valid_rate": (sum(bool(x.valid) for x in generated) / len(generated)) if generated else None,
+        "operators": by_op,
+        "best": [{"hash": b.hash, "score": b.score, "idea": b.idea, "operator": b.operator,
+                  "round": b.round, "test_score": tests[b.hash].score if b.hash in tests else None,
+                  "code": b.code} for b in best],
+        "reward_trend": [{"round": r, "mean_reward": sum(v) / len(v)}
+                         for r, v in sorted(rewards_by_round.items())],
+        "rl_steps": len(adapters),
+        "adapters": adapters,
+    }
+
+
+@dataclass
+class ExportRecords:
+    """The content of a campaign export; the CLI decides how and where to write it.
+
+    Attributes
+    ----------
+    summary : dict
+        :func:`campaign_summary`.
+    best_files : list of (str, str)
+        ``(file name, text)`` of the best candidates: ``best_<i>.py`` programs, or
+        ``best_<i>.json`` points.
+    fields : tuple of str
+        Columns of ``rows`` (``evaluations.csv``).
+    rows : list of dict
+        Every evaluation (program candidates or trials), in order; ``evaluations.json``.
+    adapter : Path or None
+        The newest LoRA adapter version of an RL campaign.
+    """
+
+    summary: dict[str, Any]
+    best_files: list[tuple[str, str]] = field(default_factory=list)
+    fields: tuple[str, ...] = ()
+    rows: list[dict[str, Any]] = field(default_factory=list)
+    adapter: Path | None = None
+
+
+def export_records(store: Store, campaign_id: str, top: int = 5) -> ExportRecords:
+    """Everything ``campaign export`` writes, read from the store."""
+    import json
+
+    summary = campaign_summary(store, campaign_id)
+    if _is_blackbox(summary["agent"]):
+        trials = store.trials(summary["study_id"])
+        rows = [{"id": t.number, "state": t.state, "value": t.value, "params": t.params}
+                for t in trials]
+        best = sorted((t for t in trials if t.state == "complete"), key=lambda t: t.value)[:top]
+        files = [(f"best_{i + 1}.json", json.dumps({"value": t.value, "params": t.params}, indent=2))
+                 for i, t in enumerate(best)]
+        return ExportRecords(summary, files, TRIAL_FIELDS, rows)
+    files = []
+    for i, b in enumerate(store.best_candidates(campaign_id, k=top)):
+        header = (f'"""{summary["task"]} heuristic #{i + 1}: score {b.score:.4f} (train).\n\n'
+                  f'{b.idea or ""}\n"""\n')
+        files.append((f"best_{i + 1}.py", header + (b.code or "")))
+    rows = [{k: getattr(x, k) for k in (*PROGRAM_FIELDS, "idea", "code", "parents", "metrics")}
+            for x in store.candidates(campaign_id)]
+    adapters = store.artifacts(campaign_id, kind="adapter")
+    return ExportRecords(summary, files, PROGRAM_FIELDS, rows,
+                         Path(adapters[-1].path) if adapters else None)
