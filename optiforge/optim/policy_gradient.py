@@ -234,7 +234,8 @@ def aggregate_token_loss(
     normalizer : float, optional
         ``N_tok`` (``"dapo"``) or ``N_seq`` (``"grpo"``) when this call sees a slice of a
         larger batch whose gradients are accumulated (several groups, one optimizer step).
-        Default: this call's own count (``mask.sum()``, resp. ``B``).
+        Default: this call's own count (``mask.sum()``, resp. ``B``). Counts below 1 count
+        as 1.
 
     Returns
     -------
@@ -244,7 +245,7 @@ def aggregate_token_loss(
     Raises
     ------
     ValueError
-        On an unknown ``loss_type``, a shape mismatch or ``normalizer <= 0``.
+        On an unknown ``loss_type``, a shape mismatch or ``normalizer < 0``.
 
     References
     ----------
@@ -257,11 +258,13 @@ def aggregate_token_loss(
     if per_token_loss.dim() != 2:
         raise ValueError(f"per_token_loss must have shape (B, T), got {tuple(per_token_loss.shape)}")
     _check_same_shape("mask", mask, per_token_loss, "per_token_loss")
+    if normalizer is None:
+        normalizer = float(mask.sum()) if loss_type == "dapo" else float(per_token_loss.shape[0])
+    # As TRL, at least 1: a batch of empty completions has zero loss, not a division by zero.
+    denominator = max(check_nonneg("normalizer", normalizer), 1.0)
     if loss_type == "dapo":
-        total = float(mask.sum()) if normalizer is None else check_positive("normalizer", normalizer)
-        return per_token_loss.sum() / max(total, 1.0)
-    n_seqs = float(per_token_loss.shape[0]) if normalizer is None else check_positive("normalizer", normalizer)
-    return (per_token_loss.sum(-1) / mask.sum(-1).clamp(min=1.0)).sum() / n_seqs
+        return per_token_loss.sum() / denominator
+    return (per_token_loss.sum(-1) / mask.sum(-1).clamp(min=1.0)).sum() / denominator
 
 
 def reinforce_loss(

@@ -227,13 +227,11 @@ class EvolutionCampaign:
         )
         self._pending_groups = []
         # Resuming needs only the newest optimizer state; older versions keep their adapters.
-        drop = getattr(self.learner, "drop_optimizer_state", None)
-        if drop is not None:
-            for old in self.store.artifacts(self.campaign.id, kind="adapter")[:-1]:
-                try:
-                    drop(old.path)
-                except ValueError:  # moved or deleted by the user: nothing left to drop
-                    pass
+        for old in self.store.artifacts(self.campaign.id, kind="adapter")[:-1]:
+            try:
+                self.learner.drop_optimizer_state(old.path)
+            except ValueError:  # moved or deleted by the user: nothing left to drop
+                pass
 
     def run(self, progress: ProgressCallback | None = None) -> CampaignReport:
         """Run until the budget of generated programs is spent, then re-score the best on test."""
@@ -392,18 +390,19 @@ def run_campaign(
     llm = from_spec(campaign.llm)
     learner = None
     if campaign.config.get("rl", "none") == "grpo":
-        if not getattr(llm, "trainable", False):
+        from optiforge.agents.protocols import TrainableLLM
+
+        if not isinstance(llm, TrainableLLM):
             raise ValueError(
                 f"rl: the LLM backend {campaign.llm!r} is not trainable in process; use --rl none "
                 "or a local model (smollm2, hf:...)"
             )
-        from optiforge.agents.evolution.rl import GRPOLearner
+        from optiforge.agents.evolution.grpo import GRPOLearner
 
         agent_cfg = campaign.config.get("agent", {})
         options = {"temperature": agent_cfg.get("temperature", 0.8),
                    "max_completion_tokens": agent_cfg.get("max_new_tokens", 512),
                    **campaign.config.get("rl_options", {})}
-        learner = GRPOLearner(llm.model, llm.tokenizer, seed=campaign.seed,
-                              prompt_formatter=llm.format_prompt, **options)
+        learner = GRPOLearner(llm, seed=campaign.seed, **options)
     with make_executor(campaign.executor, workers=workers) as evaluator:
         return EvolutionCampaign(store, campaign_id, llm, evaluator, learner).run(progress)

@@ -114,6 +114,8 @@ def test_aggregation_matches_hand_values_for_both_loss_types() -> None:
     # A slice of a larger batch is normalised by the whole batch's count.
     assert aggregate_token_loss(per_token, mask, "dapo", normalizer=6).item() == pytest.approx(1.0)
     assert aggregate_token_loss(per_token, mask, "grpo", normalizer=4).item() == pytest.approx(1.125)
+    # Only empty completions: zero loss, not a division by zero.
+    assert aggregate_token_loss(torch.zeros(2, 1), torch.zeros(2, 1), "dapo").item() == 0.0
 
 
 @pytest.mark.parametrize("loss_type", ["dapo", "grpo"])
@@ -200,7 +202,7 @@ def test_bad_arguments_raise_errors_naming_them() -> None:
     with pytest.raises(ValueError, match="loss_type"):
         aggregate_token_loss(lp, ones, "ppo")
     with pytest.raises(ValueError, match="normalizer"):
-        aggregate_token_loss(lp, ones, "dapo", normalizer=0)
+        aggregate_token_loss(lp, ones, "dapo", normalizer=-1.0)
     with pytest.raises(ValueError, match="rewards"):
         group_advantages(torch.tensor(1.0))
     with pytest.raises(ValueError, match="logps"):

@@ -101,7 +101,7 @@ def test_hollm_campaign_resumes_from_its_stored_state(home):
 @pytest.mark.slow
 def test_grpo_campaign_versions_adapters_and_resumes_from_the_last(home):
     """--rl grpo on the bundled NF4 model: an adapter version per RL step, restored on resume."""
-    from optiforge.agents.evolution.rl import GRPOLearner
+    from optiforge.agents.evolution.grpo import GRPOLearner
     from optiforge.platform.cli.campaign import campaign_summary
     from optiforge.platform.executors import make_executor
     from optiforge.platform.llm import clear_cache, from_spec
@@ -127,7 +127,7 @@ def test_grpo_campaign_versions_adapters_and_resumes_from_the_last(home):
     # What a resumed process does: a fresh model, a fresh learner, then the stored state.
     clear_cache()
     llm = from_spec("smollm2")
-    learner = GRPOLearner(llm.model, llm.tokenizer, seed=0, prompt_formatter=llm.format_prompt)
+    learner = GRPOLearner(llm, seed=0)
     with make_executor("local", workers=1) as ex:
         campaign = EvolutionCampaign(store, cid, llm, ex, learner)
         assert campaign._restore()
