@@ -3,7 +3,9 @@
 from __future__ import annotations
 
 import json
+import os
 import shutil
+from pathlib import Path
 
 import pytest
 import torch
@@ -126,6 +128,31 @@ def test_saving_over_a_version_replaces_it_whole(pair, tmp_path) -> None:
     assert not (target / "stray.txt").exists()
     assert torch.load(target / STATE_FILE, weights_only=True)["step"] == a.step_count
     assert [p.name for p in target.parent.iterdir()] == ["adapter-0007"]  # no temporary left behind
+
+
+def test_a_save_that_fails_at_the_last_rename_keeps_the_previous_version(pair, tmp_path, monkeypatch) -> None:
+    from optiforge.agents.evolution.grpo import checkpoint
+
+    a, _ = pair
+    target = (tmp_path / "adapter-0009").resolve()
+    a.save(target)
+    step = a.step_count
+    a.step(_groups(a))
+    real_replace = os.replace
+
+    def disk_full(src, dst):
+        # Only the publishing rename fails (the new version onto the final name).
+        if Path(dst) == target and Path(src).name != target.name:
+            raise OSError("No space left on device")
+        return real_replace(src, dst)
+
+    monkeypatch.setattr(checkpoint.os, "replace", disk_full)
+    with pytest.raises(OSError, match="No space"):
+        a.save(target)
+    monkeypatch.undo()
+    assert torch.load(target / STATE_FILE, weights_only=True)["step"] == step
+    assert (target / ADAPTER_WEIGHTS).is_file() and (target / ADAPTER_CONFIG).is_file()
+    assert [p.name for p in tmp_path.iterdir()] == ["adapter-0009"]
 
 
 def test_drop_optimizer_state_keeps_step_and_frees_the_moments(tmp_path) -> None:
