@@ -4,7 +4,7 @@ Runs the CALM-style evolution agent on online bin packing with the bundled SmolL
 (NF4) twice per seed, at an equal LLM-call budget (same rounds, G samples each):
 
 * ``none``: the frozen model (verbal guidance only);
-* ``grpo``: the same, plus a :class:`~optiforge.agents.evolution.rl.GRPOLearner` update on the
+* ``grpo``: the same, plus a :class:`~optiforge.agents.evolution.grpo.GRPOLearner` update on the
   last ``--rl-every`` rounds' (prompt, responses, CALM rewards) -- numerical guidance. The
   adapter is trained in place, so the next round samples from the updated policy.
 
@@ -65,10 +65,9 @@ def run_one(arm: str, seed: int, args, llm, executor, partial: Path | None = Non
     agent = EvolutionAgent(task, llm, cfg, seed=seed)
     learner = None
     if arm == "grpo":
-        from optiforge.agents.evolution.rl import GRPOLearner
+        from optiforge.agents.evolution.grpo import GRPOLearner
 
-        learner = GRPOLearner(llm.model, llm.tokenizer, seed=seed, lr=args.lr, beta=args.beta,
-                              temperature=args.temperature, prompt_formatter=llm.format_prompt)
+        learner = GRPOLearner(llm, seed=seed, lr=args.lr, beta=args.beta, temperature=args.temperature)
     cache: dict = {}
     seeds = agent.initial_programs()
     agent.observe(Proposal(round=0, operator="seed", prompt="", parents=[], completions=[],
@@ -86,7 +85,7 @@ def run_one(arm: str, seed: int, args, llm, executor, partial: Path | None = Non
             "best_train": agent.best.score if agent.best else None, "gen_s": t_gen,
         })
         if learner is not None:
-            pending.append((learner.format_prompt(proposal.prompt, cfg.system),
+            pending.append((llm.format_prompt(proposal.prompt, cfg.system),
                             list(proposal.completions), list(rewards)))
             if (r + 1) % args.rl_every == 0:
                 t0 = time.perf_counter()

@@ -54,13 +54,13 @@ def main(argv: list[str] | None = None) -> int:
 
     if args.threads > 0:
         torch.set_num_threads(args.threads)
-    from optiforge.agents.evolution.rl import GRPOLearner
+    from optiforge.agents.evolution.grpo import GRPOLearner
     from optiforge.platform.llm.transformers_backend import TransformersLLM
 
     t0 = time.perf_counter()
     llm = TransformersLLM("smollm2", quantization="int4", device="cpu")
     load_s = time.perf_counter() - t0
-    learner = GRPOLearner(llm.model, llm.tokenizer, seed=0, temperature=0.8)
+    learner = GRPOLearner(llm, seed=0, temperature=0.8)
     print(f"machine: {platform.processor() or platform.machine()}, {os.cpu_count()} cores, "
           f"torch {torch.__version__} ({torch.get_num_threads()} threads); model load {load_s:.1f} s; "
           f"LoRA parameters {learner.trainable_parameters():,}")
@@ -76,7 +76,7 @@ def main(argv: list[str] | None = None) -> int:
             return 2
         user, max_new = shapes[name]
         user = user or _calm_prompt()
-        prompt = learner.format_prompt(user)
+        prompt = llm.format_prompt(user)
         t = time.perf_counter()
         comps = llm.generate([user], n=4, max_new_tokens=max_new, temperature=0.8, seed=1)[0]
         sample_s = time.perf_counter() - t
@@ -85,7 +85,7 @@ def main(argv: list[str] | None = None) -> int:
         learner.step(group)  # warm-up (first backward allocates)
         times = []
         for _ in range(args.steps):
-            # Sampling between updates re-packs the weights, as in the online loop.
+            # Sample between updates, as the online loop does.
             llm.generate([user], n=1, max_new_tokens=1, temperature=0.8, seed=2)
             t = time.perf_counter()
             stats = learner.step(group)

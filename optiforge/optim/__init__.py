@@ -1,10 +1,11 @@
 """Training optimizers usable in any PyTorch training loop.
 
 Public API: :func:`polar_express`, :func:`newton_schulz`, :class:`Muon`, :class:`ALIAS`,
-:class:`EGD`, and the :mod:`~optiforge.optim.lowprec` module (``quantize``, ``Quantized``).
+:class:`EGD`, the :mod:`~optiforge.optim.lowprec` module (``quantize``, ``Quantized``) and the
+:mod:`~optiforge.optim.policy_gradient` losses (GRPO, REINFORCE with a shared baseline).
 """
 
-from . import lowprec
+from . import lowprec, policy_gradient
 from .alias import ALIAS, majority_vote
 from .egd import EGD
 from .muon import Muon, muon_param_groups
@@ -20,5 +21,6 @@ __all__ = [
     "newton_schulz",
     "polar_express",
     "polar_express_coefficients",
+    "policy_gradient",
     "svd_polar",
 ]

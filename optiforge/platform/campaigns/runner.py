@@ -225,11 +225,10 @@ def _run_program_campaign(store: Store, campaign: Campaign, info: AgentInfo,
 
 def _make_learner(llm: TrainableLLM, seed: int, agent_options: dict[str, Any],
                   rl_options: dict[str, Any]) -> Any:
-    from optiforge.agents.evolution.rl import GRPOLearner
+    from optiforge.agents.evolution.grpo import GRPOLearner
 
     # The learner's sampling settings mirror the agent's, so its ratios refer to the policy
     # that actually sampled the completions.
     options = {"temperature": agent_options.get("temperature", 0.8),
                "max_completion_tokens": agent_options.get("max_new_tokens", 512), **rl_options}
-    return GRPOLearner(llm.model, llm.tokenizer, seed=seed, prompt_formatter=llm.format_prompt,
-                       **options)
+    return GRPOLearner(llm, seed=seed, **options)

@@ -63,8 +63,6 @@ class OpenAILLM:
     choices in proportion to their text length (the sum stays exact).
     """
 
-    trainable = False
-
     def __init__(
         self,
         base_url: str,

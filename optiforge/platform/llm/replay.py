@@ -29,8 +29,6 @@ class ReplayLLM:
         The JSONL file (one response per line; blank lines ignored).
     """
 
-    trainable = False
-
     def __init__(self, path: str | os.PathLike[str]) -> None:
         p = Path(path).expanduser()
         if not p.is_file():
@@ -117,10 +115,6 @@ class RecordingLLM:
         self.path = Path(path).expanduser()
         self.path.parent.mkdir(parents=True, exist_ok=True)
         self._lock = threading.Lock()
-
-    @property
-    def trainable(self) -> bool:
-        return bool(getattr(self.inner, "trainable", False))
 
     def generate(self, prompts: Sequence[str], n: int = 1, **kwargs: Any) -> list[list[Completion]]:
         out = self.inner.generate(prompts, n, **kwargs)

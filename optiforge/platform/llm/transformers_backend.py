@@ -18,7 +18,7 @@ _DTYPES = ("auto", "float32", "bfloat16", "float16")
 
 
 class TransformersLLM:
-    """An :class:`~optiforge.agents.protocols.LLM` backed by a local transformers causal LM.
+    """A :class:`~optiforge.agents.protocols.TrainableLLM` backed by a local transformers causal LM.
 
     All ``len(prompts) * n`` samples are generated together with left padding (in chunks of
     ``max_batch_size`` sequences); generation stops at the tokenizer's EOS / end-of-turn token.
@@ -48,16 +48,15 @@ class TransformersLLM:
     On CPUs with AVX512-BF16, bitsandbytes runs NF4 matmuls in eval mode through a fused kernel
     that casts activations to bf16, while in train mode it dequantises to the compute dtype:
     log-probabilities computed under ``model.train()`` can differ slightly from those seen
-    while sampling. :meth:`generate` always decodes in eval mode.
+    while sampling. :meth:`generate` always decodes in eval mode. After
+    :meth:`prepare_for_training` (a trainer's hook) that kernel is off for good and both modes
+    use the generic path.
 
     References
     ----------
     Dettmers et al., "QLoRA: Efficient Finetuning of Quantized LLMs", NeurIPS 2023 (NF4).
     Hu et al., "LoRA: Low-Rank Adaptation of Large Language Models", ICLR 2022.
     """
-
-    trainable = True
-    """The RL loop may train ``.model`` (a PEFT model once an adapter is loaded)."""
 
     def __init__(
         self,
@@ -189,12 +188,22 @@ class TransformersLLM:
             self.adapter = str(p)
         return name
 
+    # -- training ------------------------------------------------------------------------
     def prepare_for_training(self) -> Any:
-        """Make ``model`` trainable in place (see ``unpack_cpu_4bit_weights``); returns it."""
-        from optiforge.agents.evolution.rl import unpack_cpu_4bit_weights
+        """Make :attr:`model` trainable in place and return it (the :class:`TrainableLLM` hook).
 
-        unpack_cpu_4bit_weights(self.model)
-        return self.model
+        Undoes bitsandbytes' CPU inference packing of the NF4 layers and keeps it off (see
+        :func:`unpack_cpu_4bit_weights`); a no-op for unquantised or CUDA models. Idempotent and
+        cheap, so a trainer may call it before every update.
+
+        Returns
+        -------
+        torch.nn.Module
+            :attr:`model` (a PEFT model once an adapter was injected or loaded).
+        """
+        with self._lock:
+            unpack_cpu_4bit_weights(self.model)
+            return self.model
 
     # -- prompting -----------------------------------------------------------------------
     def format_prompt(self, prompt: str, system: str | None = None) -> str:
@@ -275,6 +284,51 @@ class TransformersLLM:
     def __repr__(self) -> str:
         return (f"TransformersLLM(model={self.name!r}, quantization={self.quantization!r}, "
                 f"device={str(self.device)!r}, adapter={self.adapter!r})")
+
+
+def unpack_cpu_4bit_weights(model: Any, *, keep_unpacked: bool = True) -> int:
+    """Undo and (by default) switch off bitsandbytes' CPU inference packing of NF4 weights.
+
+    On CPUs with AVX512-BF16, bitsandbytes repacks a ``Linear4bit`` weight the first time the
+    layer runs in eval mode without grad (e.g. during generation) and from then on multiplies
+    with a fused bf16 kernel that has **no autograd**: backpropagation through the frozen base
+    then silently drops the input gradient, so only the LoRA factors next to the residual
+    stream would learn. Moreover the pack / unpack round trip is lossy (the NF4 block scales
+    pass through bf16; measured here: up to 7e-3 change of a dequantised weight per round
+    trip), so packing for every generation and unpacking for every update would make the
+    *frozen* base drift. Hence a trainer unpacks once (:meth:`TransformersLLM.prepare_for_training`)
+    and the weights stay unpacked; generation then uses bitsandbytes' generic
+    dequantise-and-matmul path.
+
+    Parameters
+    ----------
+    model : torch.nn.Module
+        Any module tree; only ``bitsandbytes.nn.Linear4bit`` layers are touched.
+    keep_unpacked : bool
+        Also stop bitsandbytes from packing these layers again.
+
+    Returns
+    -------
+    int
+        Number of layers that were packed and are now unpacked.
+    """
+    try:
+        from bitsandbytes.functional import _convert_weight_packed_for_cpu_inverse
+        from bitsandbytes.nn import Linear4bit
+    except ImportError:  # no bitsandbytes: nothing can be packed
+        return 0
+    count = 0
+    for module in model.modules():
+        if isinstance(module, Linear4bit):
+            if keep_unpacked:
+                module.support_avx512bf16_for_cpu = False
+            state = getattr(module.weight, "quant_state", None)
+            if state is not None and getattr(state, "packing_format_for_cpu", False):
+                module.weight.data, module.weight.quant_state = _convert_weight_packed_for_cpu_inverse(
+                    module.weight.data, state
+                )
+                count += 1
+    return count
 
 
 @contextlib.contextmanager

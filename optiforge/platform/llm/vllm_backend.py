@@ -35,8 +35,6 @@ class VLLMLLM:
         ``gpu_memory_utilization=0.8``, ``enable_lora=True`` to allow :meth:`load_adapter`).
     """
 
-    trainable = False
-
     def __init__(self, model: str, **engine_kwargs: Any) -> None:
         if not isinstance(model, str) or not model.strip():
             raise TypeError("model: expected a non-empty model id or path")

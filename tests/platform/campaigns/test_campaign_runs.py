@@ -129,7 +129,7 @@ def test_resumed_hollm_campaign_proposes_what_an_uninterrupted_one_does(home):
 @pytest.mark.slow
 def test_grpo_campaign_versions_adapters_and_resumes_from_the_last(home):
     """--rl grpo on the bundled NF4 model: an adapter version per RL step, restored on resume."""
-    from optiforge.agents.evolution.rl import GRPOLearner
+    from optiforge.agents.evolution.grpo import GRPOLearner
     from optiforge.agents.registry import get_agent
     from optiforge.platform.campaigns.program import ProgramCampaign
     from optiforge.platform.executors import make_executor
@@ -155,7 +155,7 @@ def test_grpo_campaign_versions_adapters_and_resumes_from_the_last(home):
     # What a resumed process does: a fresh model, a fresh learner, then the stored state.
     clear_cache()
     llm = from_spec("smollm2")
-    learner = GRPOLearner(llm.model, llm.tokenizer, seed=0, prompt_formatter=llm.format_prompt)
+    learner = GRPOLearner(llm, seed=0)
     campaign = store.get_campaign(cid)
     task = get_task("binpacking")
     agent = get_agent("evolution").factory(task, campaign.config["agent_options"], llm, 0)
