@@ -13,6 +13,7 @@ from sqlalchemy import select
 from sqlalchemy.exc import IntegrityError
 
 from optiforge import validation as v
+from optiforge.files import fsync_tree
 from optiforge.platform import config
 from optiforge.platform.store.base import StoreBase
 from optiforge.platform.store.errors import ConflictError
@@ -51,16 +52,6 @@ def digest(path: Path) -> tuple[str, int]:
         h.update(rel.encode() + b"\0" + _file_sha256(f).encode() + b"\n")
         size += f.stat().st_size
     return h.hexdigest(), size
-
-
-def _fsync_tree(path: Path) -> None:
-    files = [path] if path.is_file() else [p for p in path.rglob("*") if p.is_file()]
-    for f in files:
-        fd = os.open(f, os.O_RDONLY)
-        try:
-            os.fsync(fd)
-        finally:
-            os.close(fd)
 
 
 def _check_name(name: Any) -> str:
@@ -144,12 +135,12 @@ class ArtifactsMixin(StoreBase):
                 shutil.copytree(src, tmp)
             else:
                 shutil.copy2(src, tmp)
-            _fsync_tree(tmp)
+            fsync_tree(tmp)
             os.replace(tmp, dest)
             shutil.rmtree(tmp.parent, ignore_errors=True)
             copied = True
         else:
-            _fsync_tree(dest)
+            fsync_tree(dest)
         sha, size = digest(dest)
         row = ArtifactRow(kind=kind, name=name, path=str(dest), sha256=sha, size_bytes=size,
                           meta=meta, created_at=utcnow())

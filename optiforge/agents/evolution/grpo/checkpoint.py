@@ -24,6 +24,8 @@ from typing import Any
 
 import torch
 
+from optiforge.files import fsync_paths
+
 ADAPTER_CONFIG = "adapter_config.json"
 ADAPTER_WEIGHTS = "adapter_model.safetensors"
 STATE_FILE = "learner_state.pt"
@@ -34,16 +36,6 @@ def _check_directory(directory: Any) -> Path:
     if not isinstance(directory, (str, os.PathLike)) or not str(directory):
         raise TypeError(f"directory: expected a path, got {type(directory).__name__}")
     return Path(directory).expanduser()
-
-
-def _fsync(*paths: Path) -> None:
-    """Flush files (or directories) to disk, so a rename publishes durable data."""
-    for path in paths:
-        fd = os.open(path, os.O_RDONLY)
-        try:
-            os.fsync(fd)
-        finally:
-            os.close(fd)
 
 
 def save_checkpoint(
@@ -90,7 +82,7 @@ def save_checkpoint(
             sub.rmdir()
         torch.save(dict(state), tmp / STATE_FILE)
         (tmp / INFO_FILE).write_text(json.dumps(dict(info), indent=2), encoding="utf-8")
-        _fsync(*tmp.iterdir(), tmp)
+        fsync_paths(*tmp.iterdir(), tmp)
         if target.exists():
             # A directory cannot be renamed onto a non-empty one: move the old version aside.
             aside = Path(tempfile.mkdtemp(prefix=f".{target.name}-old-", dir=target.parent))
@@ -191,6 +183,6 @@ def drop_optimizer_state(directory: str | os.PathLike[str]) -> int:
     before = state_file.stat().st_size
     tmp = state_file.with_name(f".{STATE_FILE}.tmp")
     torch.save({k: v for k, v in state.items() if k != "optimizer"}, tmp)
-    _fsync(tmp)
+    fsync_paths(tmp)
     os.replace(tmp, state_file)
     return before - state_file.stat().st_size
