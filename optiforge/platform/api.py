@@ -54,10 +54,10 @@ from pydantic import (
 )
 from starlette.exceptions import HTTPException as StarletteHTTPException
 
+from optiforge.agents.registry import agent_names
 from optiforge.platform.service.config import ServiceConfig, ServiceLimits
 from optiforge.platform.service.guard import OWNER_KEY, OwnerSlots, RequestGuard, uvicorn_config
 from optiforge.platform.service.llms import LLMNotOffered, LLMUnavailable, OfferedLLMs
-from optiforge.agents.registry import agent_names
 from optiforge.platform.store import ConflictError, NotFoundError, Store
 from optiforge.platform.store.studies import MAX_TRIAL_NUMBER
 from optiforge.platform.study import Study, Trial, validate_study
