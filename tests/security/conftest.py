@@ -10,7 +10,7 @@ import os
 from collections.abc import Iterator
 
 import pytest
-from service_helpers import PG_ENV
+from service_helpers import PG_ENV, start_server
 
 
 @pytest.fixture(scope="module", params=["sqlite", pytest.param("postgres", marks=pytest.mark.postgres)])
@@ -26,3 +26,11 @@ def storage_url(request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPat
 @pytest.fixture(scope="module")
 def sqlite_url(tmp_path_factory: pytest.TempPathFactory) -> str:
     return f"sqlite:///{tmp_path_factory.mktemp('svc') / 'store.db'}"
+
+
+@pytest.fixture(scope="module")
+def server(sqlite_url, tmp_path_factory):
+    """``optiforge serve`` with the default limits, on SQLite (modules may override it)."""
+    srv = start_server(sqlite_url, tmp=tmp_path_factory.mktemp("log"))
+    yield srv
+    srv.stop()

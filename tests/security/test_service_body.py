@@ -10,17 +10,9 @@ from __future__ import annotations
 import socket
 import threading
 
-import pytest
-from service_helpers import raw_request, read_all, start_server, status_of
+from service_helpers import raw_request, read_all, status_of
 
 MB = 1 << 20
-
-
-@pytest.fixture(scope="module")
-def server(sqlite_url, tmp_path_factory):
-    srv = start_server(sqlite_url, tmp=tmp_path_factory.mktemp("log"))
-    yield srv
-    srv.stop()
 
 
 def _json_body(size: int) -> bytes:

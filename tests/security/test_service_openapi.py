@@ -14,18 +14,10 @@ from pathlib import Path
 
 import httpx
 import pytest
-from service_helpers import start_server
 
 from optiforge.platform.service.config import ServiceLimits
 
 HERE = Path(__file__).resolve().parent
-
-
-@pytest.fixture(scope="module")
-def server(sqlite_url, tmp_path_factory):
-    srv = start_server(sqlite_url, tmp=tmp_path_factory.mktemp("log"))
-    yield srv
-    srv.stop()
 
 
 def test_the_schema_declares_auth_errors_and_bounds(server):
