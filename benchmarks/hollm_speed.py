@@ -84,7 +84,10 @@ def start_server(tmp: str):
         s.bind(("127.0.0.1", 0))
         port = s.getsockname()[1]
     exe = Path(sys.executable).with_name("optiforge")
-    srv = subprocess.Popen([str(exe), "serve", "--port", str(port), "--db", db, "--log-level", "warning"],
+    # One owner drives 8 workers at once in `concurrent`: the operator raises the per-owner
+    # ask limit (default 2) for it, as SECURITY.md describes.
+    srv = subprocess.Popen([str(exe), "serve", "--port", str(port), "--db", db, "--log-level", "warning",
+                            "--limit", "max_asks_per_owner=8", "--limit", "max_requests_per_owner=16"],
                            env=dict(os.environ, OMP_NUM_THREADS="1"))
     url = f"http://127.0.0.1:{port}"
     for _ in range(300):

@@ -25,6 +25,10 @@ import numpy as np
 _FLOAT_KEYS = {"type", "low", "high", "log", "step"}
 _INT_KEYS = {"type", "low", "high", "log", "step"}
 _CAT_KEYS = {"type", "choices"}
+MAX_INT_MAGNITUDE = 2**53
+"""Largest magnitude of an int parameter's bounds and step (integers beyond are inexact as floats)."""
+MAX_GRID_POINTS = 2**53
+"""Most grid points of a float parameter with a ``step``."""
 
 
 def _finite_number(value: Any, what: str) -> float:
@@ -51,6 +55,8 @@ class FloatParam:
         high = _finite_number(self.high, f"space.{self.name}.high")
         if low >= high:
             raise ValueError(f"space.{self.name}: low ({low}) must be < high ({high})")
+        if not math.isfinite(high - low):
+            raise ValueError(f"space.{self.name}: high - low overflows a float; narrow the range")
         if not isinstance(self.log, bool):
             raise TypeError(f"space.{self.name}.log: expected true/false, got {self.log!r}")
         if self.log and low <= 0:
@@ -59,6 +65,9 @@ class FloatParam:
             step = _finite_number(self.step, f"space.{self.name}.step")
             if step <= 0:
                 raise ValueError(f"space.{self.name}.step: must be > 0, got {step}")
+            if (high - low) / step > MAX_GRID_POINTS:
+                raise ValueError(f"space.{self.name}.step: {step} is too small for [{low}, {high}] "
+                                 f"(more than 2**53 grid points)")
             if self.log:
                 raise ValueError(f"space.{self.name}: step and log cannot be combined")
             object.__setattr__(self, "step", step)
@@ -123,6 +132,9 @@ class IntParam:
                     continue
                 raise TypeError(f"space.{self.name}.{key}: expected an integer, got {v!r}")
             object.__setattr__(self, key, int(v))
+            if abs(getattr(self, key)) > MAX_INT_MAGNITUDE:
+                raise ValueError(f"space.{self.name}.{key}: must be within +-2**53 (larger integers "
+                                 f"are not exact as JSON numbers)")
         if self.low >= self.high:
             raise ValueError(f"space.{self.name}: low ({self.low}) must be < high ({self.high})")
         if self.step <= 0:

@@ -9,12 +9,15 @@
 Errors come back as exceptions carrying the server's one-line message: 404 ->
 :class:`RemoteNotFoundError` (a ``NotFoundError``), 409 -> :class:`RemoteConflictError` (a
 ``ConflictError``), 401 -> :class:`AuthenticationError`, other 4xx -> :class:`APIError`
-(all ``ValueError``), so code written against a local Study handles them unchanged.
+(all ``ValueError``), so code written against a local Study handles them unchanged. A 429 or
+503 (the owner's or the server's concurrency limit; nothing was done) is retried after the
+server's ``Retry-After``, a few times, before it is raised. Listings follow the server's pages.
 """
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+import time
+from collections.abc import Iterator, Mapping
 from typing import Any
 
 import httpx
@@ -59,14 +62,19 @@ class Client:
         Bearer token from ``optiforge token create``.
     timeout : float
         Seconds per request (asks with an LLM proposer can take a while).
+    busy_retries : int
+        How often a 429/503 answer (refused before any work) is retried after ``Retry-After``.
     """
 
-    def __init__(self, url: str, token: str, timeout: float = 120.0) -> None:
+    def __init__(self, url: str, token: str, timeout: float = 120.0, busy_retries: int = 5) -> None:
         if not isinstance(url, str) or not url.startswith(("http://", "https://")):
             raise ValueError(f"url: expected an http(s) URL, got {url!r}")
         if not isinstance(token, str) or not token:
             raise ValueError("token: expected a non-empty string")
+        if isinstance(busy_retries, bool) or not isinstance(busy_retries, int) or busy_retries < 0:
+            raise ValueError(f"busy_retries: expected an int >= 0, got {busy_retries!r}")
         self.url = url.rstrip("/")
+        self.busy_retries = busy_retries
         self._http = httpx.Client(base_url=self.url, timeout=timeout,
                                   headers={"Authorization": f"Bearer {token}"})
 
@@ -80,7 +88,14 @@ class Client:
         self.close()
 
     def _request(self, method: str, path: str, **kwargs: Any) -> Any:
-        resp = self._http.request(method, path, **kwargs)
+        for _ in range(self.busy_retries):
+            resp = self._http.request(method, path, **kwargs)
+            if resp.status_code not in (429, 503):
+                break
+            wait = resp.headers.get("retry-after", "1")
+            time.sleep(min(float(wait), 30.0) if wait.isdigit() else 1.0)
+        else:
+            resp = self._http.request(method, path, **kwargs)
         if resp.status_code >= 400:
             try:
                 message = resp.json().get("message", resp.text)
@@ -108,7 +123,18 @@ class Client:
     load_study = get_study
 
     def list_studies(self) -> list[dict[str, Any]]:
-        return list(self._request("GET", "/v1/studies")["studies"])
+        """All the owner's studies, newest first (every page)."""
+        seen: set[str] = set()
+        # A study created while paging shifts later pages by one: skip what was already seen.
+        return [s for s in self._pages("/v1/studies", "studies", {})
+                if s["id"] not in seen and not seen.add(s["id"])]
+
+    def _pages(self, path: str, key: str, params: dict[str, Any]) -> Iterator[dict[str, Any]]:
+        offset: int | None = 0
+        while offset is not None:
+            out = self._request("GET", path, params={**params, "offset": offset})
+            yield from out[key]
+            offset = out.get("next_offset")
 
 
 class RemoteStudy:
@@ -139,9 +165,9 @@ class RemoteStudy:
         return _trial(self._client._request("POST", f"/v1/studies/{self.id}/trials", json=body))
 
     def get_trials(self, states: list[str] | tuple[str, ...] | None = None) -> list[Trial]:
-        params = {"state": ",".join(states)} if states else None
-        out = self._client._request("GET", f"/v1/studies/{self.id}/trials", params=params)
-        return [_trial(t) for t in out["trials"]]
+        """Trials by number, optionally filtered by state (every page)."""
+        params = {"state": ",".join(states)} if states else {}
+        return [_trial(t) for t in self._client._pages(f"/v1/studies/{self.id}/trials", "trials", params)]
 
     @property
     def trials(self) -> list[Trial]:

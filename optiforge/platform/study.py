@@ -254,9 +254,10 @@ class Study:
         return t
 
     # ------------------------------------------------------------------ queries
-    def get_trials(self, states: list[str] | tuple[str, ...] | None = None) -> list[Trial]:
-        """Trials by number, optionally filtered by state."""
-        return [_trial(t) for t in self._store.trials(self.id, states=states)]
+    def get_trials(self, states: list[str] | tuple[str, ...] | None = None, *, limit: int | None = None,
+                   offset: int = 0) -> list[Trial]:
+        """Trials by number, optionally filtered by state; ``limit``/``offset`` select a page."""
+        return [_trial(t) for t in self._store.trials(self.id, states=states, limit=limit, offset=offset)]
 
     @property
     def trials(self) -> list[Trial]:

@@ -18,6 +18,7 @@ from optiforge.platform.client import (
     RemoteConflictError,
     RemoteNotFoundError,
 )
+from optiforge.platform.service.config import ServiceConfig, ServiceLimits
 from optiforge.platform.store import ConflictError, NotFoundError, Store
 
 SPACE = {"x": {"type": "float", "low": -5, "high": 10, "log": False},
@@ -35,7 +36,10 @@ def _free_port() -> int:
 def server(tmp_path_factory):
     store = Store(f"sqlite:///{tmp_path_factory.mktemp('api') / 'api.db'}")
     port = _free_port()
-    config = uvicorn.Config(create_app(store), host="127.0.0.1", port=port, log_level="warning")
+    # Eight workers of one owner ask at once in the slow test: the operator allows it.
+    limits = ServiceLimits(max_asks_per_owner=8, max_concurrent_asks=8)
+    config = uvicorn.Config(create_app(store, ServiceConfig(limits)), host="127.0.0.1", port=port,
+                            log_level="warning")
     srv = uvicorn.Server(config)
     thread = threading.Thread(target=srv.run, daemon=True)
     thread.start()
@@ -126,7 +130,7 @@ def test_bad_inputs_are_4xx_json_and_server_keeps_serving(server):
         ("POST", f"/v1/studies/{sid}/tell", {"trial_id": -1, "value": 1.0}, 422, "trial_id"),
         ("POST", f"/v1/studies/{sid}/trials", {"params": {"x": 1.0}, "value": 1.0}, 422, "missing"),
         ("POST", f"/v1/studies/{sid}/trials", {"params": {"x": 99.0, "n": 1, "opt": "sgd"}, "value": 1.0}, 422, "params.x"),
-        ("GET", f"/v1/studies/{sid}/trials?state=weird", None, 422, "states"),
+        ("GET", f"/v1/studies/{sid}/trials?state=weird", None, 422, "trial states"),
         ("GET", "/v1/nothing-here", None, 404, "Not Found"),
     ]
     for method, path, body, status, needle in bad:

@@ -62,6 +62,10 @@ from optiforge.agents.hollm.scores import alpha_schedule, region_scores, sample_
 from optiforge.agents.protocols import LLM
 from optiforge.blackbox.space import Space
 
+MAX_SCALE = 1e6
+"""Upper bound of the real-valued settings (``m0``, ``lam``, ``alpha_*``, ...): far beyond any
+useful value, and low enough that the leaf size and region scores stay finite."""
+
 
 @dataclass
 class HOLLMConfig:
@@ -131,14 +135,17 @@ class HOLLMConfig:
             v = getattr(self, name)
             if isinstance(v, bool) or not isinstance(v, (int, float)) or not math.isfinite(v) or v < 0:
                 raise ValueError(f"agent_options.{name}: expected a finite number >= 0, got {v!r}")
+            if v > MAX_SCALE:
+                raise ValueError(f"agent_options.{name}: must be <= {MAX_SCALE:g}, got {v!r}")
             setattr(self, name, float(v))
         if self.gaussian_scale <= 0:
             raise ValueError(f"agent_options.gaussian_scale: must be > 0, got {self.gaussian_scale}")
         if self.alpha_min > self.alpha_max:
             raise ValueError(f"agent_options.alpha_min ({self.alpha_min}) must be <= alpha_max ({self.alpha_max})")
         if self.m0 is not None:
-            if isinstance(self.m0, bool) or not isinstance(self.m0, (int, float)) or not self.m0 >= 1:
-                raise ValueError(f"agent_options.m0: expected a number >= 1, got {self.m0!r}")
+            if (isinstance(self.m0, bool) or not isinstance(self.m0, (int, float))
+                    or not 1 <= self.m0 <= MAX_SCALE):
+                raise ValueError(f"agent_options.m0: expected a number in [1, {MAX_SCALE:g}], got {self.m0!r}")
 
     @classmethod
     def from_options(cls, options: Mapping[str, Any] | None) -> HOLLMConfig:

@@ -7,7 +7,7 @@
     optiforge study tell STUDY_ID TRIAL_ID --value 0.25      # or --failed
     optiforge study show STUDY_ID
     optiforge token create --owner alice
-    optiforge serve --host 127.0.0.1 --port 8000
+    optiforge serve --host 127.0.0.1 --port 8000 --llm qwen=openai:http://10.0.0.5:8000/v1#Qwen/Qwen2.5-7B-Instruct
 
 The store is ``$OPTIFORGE_DB`` (default ``sqlite:///<home>/optiforge.db``) unless ``--db``.
 """
@@ -169,17 +169,31 @@ def token_revoke(
 
 @user_errors
 def serve(
-    host: str = typer.Option("127.0.0.1", help="Interface to bind."),
+    host: str = typer.Option("127.0.0.1", help="Interface to bind (put a TLS reverse proxy in front; see SECURITY.md)."),
     port: int = typer.Option(8000, help="TCP port."),
     db: str = DB_OPTION,
     log_level: str = typer.Option("info", help="uvicorn log level."),
+    llm: list[str] = typer.Option(
+        None, "--llm", metavar="NAME=SPEC",
+        help="Offer an LLM backend to tenants under NAME (repeatable), e.g. "
+             "qwen=openai:http://10.0.0.5:8000/v1#Qwen/Qwen2.5-7B-Instruct. Tenants pick it with "
+             "agent_options.llm = NAME; they never give a spec themselves."),
+    limit: list[str] = typer.Option(
+        None, "--limit", metavar="NAME=VALUE",
+        help="Override one service limit (repeatable), e.g. max_body_bytes=2097152; the limits "
+             "and their defaults are listed in SECURITY.md."),
+    config: Path = typer.Option(
+        None, "--config", help="TOML (.toml) or JSON file with [limits] and [llm] tables; "
+                               "--limit and --llm override it."),
 ) -> None:
     """Serve the HTTP API (OpenAPI at /openapi.json, docs at /docs)."""
     require("server", "the HTTP service")
     from optiforge.platform.api import serve as run
+    from optiforge.platform.service.config import build_config
 
     if not 0 <= port <= 65535:
         raise ValueError(f"port: must be between 0 and 65535, got {port}")
     if log_level not in ("critical", "error", "warning", "info", "debug", "trace"):
         raise ValueError(f"log-level: unknown level {log_level!r}")
-    run(host=host, port=port, store=_store(db), log_level=log_level)
+    cfg = build_config(config, limit or (), llm or ())
+    run(host=host, port=port, store=_store(db), log_level=log_level, config=cfg)

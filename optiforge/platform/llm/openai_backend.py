@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import math
 import os
 import random
 import threading
@@ -49,12 +50,17 @@ class OpenAILLM:
     api_key : str, optional
         Bearer token; defaults to ``$OPTIFORGE_OPENAI_API_KEY``, then ``$OPENAI_API_KEY``.
     timeout : float
-        Seconds per HTTP request.
+        Seconds per HTTP request (connecting, sending, and each wait for response bytes).
     max_retries : int
         Retries (exponential backoff from ``backoff`` seconds, honouring ``Retry-After``) on
         connection errors, timeouts, 429 and 5xx.
     max_concurrency : int
         Requests in flight at once.
+    deadline : float, optional
+        Seconds one :meth:`generate` call may take in all, retries and extra samples included;
+        past it the call raises :class:`LLMServerError` (``None``: only ``timeout`` bounds
+        each request). A shared service sets it so a stalled server cannot hold a request
+        for ``(max_retries + 1) * timeout``.
 
     Notes
     -----
@@ -74,6 +80,7 @@ class OpenAILLM:
         backoff: float = 0.5,
         max_concurrency: int = 8,
         check_model: bool = True,
+        deadline: float | None = None,
     ) -> None:
         if not isinstance(base_url, str) or not base_url.startswith(("http://", "https://")):
             raise ValueError(f"base_url: expected an http(s) URL such as http://127.0.0.1:8000/v1, got {base_url!r}")
@@ -85,11 +92,16 @@ class OpenAILLM:
             raise ValueError(f"max_retries: expected an int >= 0, got {max_retries!r}")
         if isinstance(max_concurrency, bool) or not isinstance(max_concurrency, int) or max_concurrency < 1:
             raise ValueError(f"max_concurrency: expected an int >= 1, got {max_concurrency!r}")
+        if deadline is not None and (isinstance(deadline, bool) or not isinstance(deadline, (int, float))
+                                     or not math.isfinite(deadline) or deadline <= 0):
+            raise ValueError(f"deadline: expected seconds > 0 or None, got {deadline!r}")
         self.base_url = base_url.rstrip("/")
         self.model = model
         self.max_retries = max_retries
         self.backoff = float(backoff)
         self.max_concurrency = max_concurrency
+        self.timeout = float(timeout)
+        self.deadline = None if deadline is None else float(deadline)
         self._check_model = check_model
         self._model_checked = False
         key = api_key or os.environ.get("OPTIFORGE_OPENAI_API_KEY") or os.environ.get("OPENAI_API_KEY")
@@ -98,13 +110,21 @@ class OpenAILLM:
         self._lock = threading.Lock()
 
     # -- HTTP ----------------------------------------------------------------------------
-    def _request(self, method: str, path: str, json: dict[str, Any] | None = None) -> Any:
+    def _request(self, method: str, path: str, json: dict[str, Any] | None = None,
+                 end: float | None = None) -> Any:
+        """One API call with retries; ``end`` is a ``time.monotonic()`` past which to give up."""
         url = f"{self.base_url}{path}"
         last = ""
         for attempt in range(self.max_retries + 1):
             delay = self.backoff * (2 ** attempt) * (1 + 0.25 * random.random())
+            timeout = self.timeout
+            if end is not None:
+                timeout = min(timeout, end - time.monotonic())
+                if timeout <= 0:
+                    raise LLMServerError(f"llm: {method} {url} got no answer within the deadline of "
+                                         f"{self.deadline:g} s; last error: {last or 'none'}")
             try:
-                resp = self._client.request(method, path, json=json)
+                resp = self._client.request(method, path, json=json, timeout=timeout)
             except httpx.TransportError as exc:
                 last = f"{type(exc).__name__}: {exc}"
             else:
@@ -124,21 +144,21 @@ class OpenAILLM:
                 if retry_after.replace(".", "", 1).isdigit():
                     delay = max(delay, min(float(retry_after), 60.0))
             if attempt < self.max_retries:
-                time.sleep(delay)
+                time.sleep(delay if end is None else max(0.0, min(delay, end - time.monotonic())))
         raise LLMServerError(
             f"llm: {method} {url} failed after {self.max_retries + 1} attempts; last error: {last}"
         )
 
-    def served_models(self) -> list[str]:
+    def served_models(self, end: float | None = None) -> list[str]:
         """Model names the server lists at ``GET /models``."""
-        data = self._request("GET", "/models")
+        data = self._request("GET", "/models", end=end)
         return [m.get("id", "") for m in data.get("data", []) if isinstance(m, dict)]
 
-    def _ensure_model(self) -> None:
+    def _ensure_model(self, end: float | None = None) -> None:
         if not self._check_model or self._model_checked:
             return
         try:
-            names = self.served_models()
+            names = self.served_models(end)
         except LLMRequestError:
             names = []  # the server has no /models endpoint: nothing to check against
         if names and self.model not in names:
@@ -178,10 +198,11 @@ class OpenAILLM:
         prompts = check_generate_args(prompts, n, max_new_tokens, temperature, top_p, seed, system)
         if not prompts:
             return []
-        self._ensure_model()
+        end = None if self.deadline is None else time.monotonic() + self.deadline
+        self._ensure_model(end)
 
         def one(prompt: str) -> list[Completion]:
-            return self._complete(prompt, n, max_new_tokens, temperature, top_p, seed, system)
+            return self._complete(prompt, n, max_new_tokens, temperature, top_p, seed, system, end)
 
         if len(prompts) == 1:
             return [one(prompts[0])]
@@ -189,7 +210,7 @@ class OpenAILLM:
             return list(pool.map(one, prompts))
 
     def _complete(self, prompt: str, n: int, max_new_tokens: int, temperature: float, top_p: float,
-                  seed: int | None, system: str | None) -> list[Completion]:
+                  seed: int | None, system: str | None, end: float | None = None) -> list[Completion]:
         body: dict[str, Any] = {
             "model": self.model,
             "messages": chat_messages(prompt, system),
@@ -200,7 +221,7 @@ class OpenAILLM:
         }
         if seed is not None:
             body["seed"] = seed
-        got = _parse_choices(self._request("POST", "/chat/completions", body))[:n]
+        got = _parse_choices(self._request("POST", "/chat/completions", body, end))[:n]
         k = 0
         while len(got) < n:
             # The server ignored n: ask for the rest one at a time (distinct seeds, else
@@ -209,7 +230,7 @@ class OpenAILLM:
             extra = dict(body, n=1)
             if seed is not None:
                 extra["seed"] = seed + k
-            more = _parse_choices(self._request("POST", "/chat/completions", extra))
+            more = _parse_choices(self._request("POST", "/chat/completions", extra, end))
             if not more:
                 raise LLMServerError(f"llm: {self.base_url} returned no choices for model {self.model!r}")
             got.append(more[0])

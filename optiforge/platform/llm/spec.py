@@ -30,7 +30,7 @@ SPEC_FORMS = (
     "replay:<path.jsonl>",
 )
 _HF_OPTIONS = ("quantization", "adapter", "device", "dtype", "max_batch_size")
-_OPENAI_OPTIONS = ("api_key", "timeout", "max_retries", "backoff", "max_concurrency", "check_model")
+_OPENAI_OPTIONS = ("api_key", "timeout", "max_retries", "backoff", "max_concurrency", "check_model", "deadline")
 _CACHED_KINDS = ("hf", "vllm")  # heavy to load: one instance per (spec, overrides) per process
 
 _cache: dict[tuple[str, tuple[tuple[str, Any], ...]], LLM] = {}
@@ -122,6 +122,16 @@ def from_spec(spec: str, **overrides: Any) -> LLM:
         Local models (``smollm2``, ``hf:``, ``vllm:``) are cached per (spec, overrides) in this
         process: loading is slow, and callers asking for the same spec share one instance
         (including its loaded adapter). Call :func:`clear_cache` to drop them.
+
+    Raises
+    ------
+    ValueError
+        A malformed spec, or a missing file or model (the message says which, in optiforge's
+        terms).
+    TypeError
+        An option the backend does not take.
+    ImportError
+        The backend's extra is not installed (:class:`~optiforge.extras.MissingExtraError`).
     """
     parsed = parse_spec(spec)
     options = {**parsed.options, **overrides}
@@ -131,10 +141,22 @@ def from_spec(spec: str, **overrides: Any) -> LLM:
             hit = _cache.get(key)
             if hit is not None:
                 return hit
-            llm = _build(parsed, options)
+            llm = _checked_build(parsed, options)
             _cache[key] = llm
             return llm
-    return _build(parsed, options)
+    return _checked_build(parsed, options)
+
+
+def _checked_build(parsed: LLMSpec, options: dict[str, Any]) -> LLM:
+    """:func:`_build`, with load failures turned into one-line ``ValueError``s."""
+    try:
+        return _build(parsed, options)
+    except FileNotFoundError as exc:
+        raise ValueError(f"llm: {exc}") from None  # the backends' own one-line messages
+    except OSError:
+        # transformers' own text points at the Hub and its docs; say what failed, here.
+        raise ValueError(f"llm: cannot load model {parsed.target!r}: not a local checkpoint folder "
+                         f"and not in the Hugging Face cache") from None
 
 
 def _build(parsed: LLMSpec, options: dict[str, Any]) -> LLM:

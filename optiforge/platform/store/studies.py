@@ -57,6 +57,13 @@ def _number_exists(num: int, sid: str) -> None:
         raise NotFoundError(f"trial_id: no trial {num} in study {sid!r}")
 
 
+def _page(q: Any, limit: Any, offset: Any) -> Any:
+    offset = v.integer(offset, "offset", minimum=0)
+    if limit is not None:
+        q = q.limit(v.integer(limit, "limit", minimum=1))
+    return q.offset(offset) if offset else q
+
+
 class StudiesMixin(StoreBase):
     def _study_row(self, s: Session, study_id: Any, owner: str | None = None) -> StudyRow:
         sid = self._check_id(study_id, "study_id")
@@ -106,13 +113,15 @@ class StudiesMixin(StoreBase):
         with self._read() as s:
             return _study(self._study_row(s, study_id, owner))
 
-    def list_studies(self, owner: str | None = None) -> list[StudyRecord]:
-        """Studies (of ``owner``, or all), newest first."""
+    def list_studies(self, owner: str | None = None, *, limit: int | None = None,
+                     offset: int = 0) -> list[StudyRecord]:
+        """Studies (of ``owner``, or all), newest first; ``limit``/``offset`` select a page."""
         q = select(StudyRow)
         if owner is not None:
             q = q.where(StudyRow.owner == v.text(owner, "owner"))
+        q = _page(q.order_by(StudyRow.created_at.desc(), StudyRow.id), limit, offset)
         with self._read() as s:
-            return [_study(r) for r in s.scalars(q.order_by(StudyRow.created_at.desc(), StudyRow.id))]
+            return [_study(r) for r in s.scalars(q)]
 
     def _insert_trials(self, s: Session, sid: str, params: list[dict[str, Any]], state: str,
                        value: float | None) -> list[Trial]:
@@ -206,8 +215,9 @@ class StudiesMixin(StoreBase):
                 raise NotFoundError(f"trial_id: no trial {num} in study {sid!r}")
             return _trial(row)
 
-    def trials(self, study_id: str, states: Iterable[str] | None = None) -> list[Trial]:
-        """The study's trials by number, optionally only those in ``states``."""
+    def trials(self, study_id: str, states: Iterable[str] | None = None, *, limit: int | None = None,
+               offset: int = 0) -> list[Trial]:
+        """The study's trials by number, optionally only those in ``states``; ``limit``/``offset`` page."""
         if isinstance(states, str):
             states = [states]
         wanted = None if states is None else [v.choice(x, "states", TRIAL_STATES) for x in states]
@@ -216,4 +226,4 @@ class StudiesMixin(StoreBase):
             q = select(TrialRow).where(TrialRow.study_id == sid)
             if wanted is not None:
                 q = q.where(TrialRow.state.in_(wanted))
-            return [_trial(r) for r in s.scalars(q.order_by(TrialRow.number))]
+            return [_trial(r) for r in s.scalars(_page(q.order_by(TrialRow.number), limit, offset))]

@@ -189,3 +189,20 @@ def test_api_key_from_environment(monkeypatch):
     llm = OpenAILLM("http://127.0.0.1:8000/v1", MODEL)
     assert llm._client.headers["authorization"] == "Bearer sk-test-123"
     assert "sk-test" not in repr(llm)
+
+
+def test_deadline_bounds_a_call_to_a_server_that_never_answers():
+    # A server that accepts connections and never answers: without a deadline the call would
+    # take (max_retries + 1) * timeout = 4000 s; with one it gives up after about 1 s.
+    hang = socket.socket()
+    hang.bind(("127.0.0.1", 0))
+    hang.listen(16)
+    try:
+        llm = OpenAILLM(f"http://127.0.0.1:{hang.getsockname()[1]}/v1", MODEL, timeout=1000,
+                        max_retries=3, deadline=1.0)
+        with pytest.raises(LLMServerError, match="no answer within the deadline of 1 s"):
+            llm.generate(["hi"], max_new_tokens=2)
+    finally:
+        hang.close()
+    with pytest.raises(ValueError, match="^deadline:"):
+        OpenAILLM("http://127.0.0.1:8000/v1", MODEL, deadline=0)

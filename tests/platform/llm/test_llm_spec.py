@@ -70,3 +70,10 @@ def test_unknown_override_is_a_type_error(tmp_path):
 def test_vllm_missing_gives_install_hint():
     with pytest.raises(ImportError, match=r"pip install 'optiforge\[vllm\]'"):
         from_spec("vllm:meta-llama/Llama-3.1-8B-Instruct")
+
+
+def test_missing_files_and_models_are_value_errors(tmp_path):
+    with pytest.raises(ValueError, match="^llm: path: no replay file"):
+        from_spec(f"replay:{tmp_path / 'none.jsonl'}")
+    with pytest.raises(ValueError, match="^llm: model: no checkpoint directory"):
+        from_spec(f"hf:{tmp_path / 'no-model'}")
