@@ -4,6 +4,9 @@ Environment variables:
 
 ``OPTIFORGE_HOME``
     Folder for the default SQLite database and campaign artifacts (default ``./.optiforge``).
+    It holds every owner's studies and campaigns, so optiforge creates it (and everything in
+    it) private to the user running it: folders 0700, files 0600. An existing home that group
+    or other users can access is used as it is, with an :class:`InsecurePermissionsWarning`.
 ``OPTIFORGE_DB``
     SQLAlchemy URL of the store, e.g. ``postgresql+psycopg://user:pw@host:5432/db``
     (default: the SQLite file ``<home>/optiforge.db``). A bare file path is read as SQLite.
@@ -20,9 +23,73 @@ from __future__ import annotations
 
 import os
 import re
+import stat
+import threading
+import warnings
 from pathlib import Path
 
 _SAFE_ID = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.-]{0,127}$")
+
+PRIVATE_DIR_MODE = 0o700
+PRIVATE_FILE_MODE = 0o600
+
+_warned: set[Path] = set()
+_warned_lock = threading.Lock()
+
+
+class InsecurePermissionsWarning(UserWarning):
+    """An existing optiforge folder or database file that other local users can access."""
+
+
+def make_private_dir(path: Path) -> Path:
+    """Create ``path`` (and missing parents) with the new folder itself private (0700).
+
+    An existing folder keeps its mode: it may be shared on purpose, and changing a user's
+    permissions silently is not ours to do (:func:`home` warns about a shared home instead).
+    Parents created on the way get the default mode, like ``mkdir -p``.
+
+    Returns
+    -------
+    Path
+        ``path``, now an existing folder.
+
+    Raises
+    ------
+    ValueError
+        If ``path`` exists and is not a folder.
+    OSError
+        If the folder cannot be created (permissions, read-only file system).
+    """
+    try:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.mkdir(mode=PRIVATE_DIR_MODE)
+    except FileExistsError:
+        if not path.is_dir():
+            raise ValueError(f"{path} exists and is not a folder") from None
+        return path
+    # mkdir's mode is filtered by the umask, which may leave it wider or narrower than asked.
+    os.chmod(path, PRIVATE_DIR_MODE)
+    return path
+
+
+def warn_if_shared(path: Path) -> None:
+    """Warn (once per path and process) when group or others have any access to ``path``."""
+    try:
+        mode = path.stat().st_mode
+    except OSError:
+        return
+    if not mode & (stat.S_IRWXG | stat.S_IRWXO):
+        return
+    with _warned_lock:
+        if path in _warned:
+            return
+        _warned.add(path)
+    warnings.warn(
+        f"{path} is accessible to other local users (mode {stat.filemode(mode)}); it may hold "
+        f"every owner's studies and campaigns. Make it private with: chmod -R go-rwx {path}",
+        InsecurePermissionsWarning,
+        stacklevel=3,
+    )
 
 
 def cache_dir() -> Path:
@@ -33,16 +100,25 @@ def cache_dir() -> Path:
     return path
 
 
-def home() -> Path:
-    """The optiforge home folder (``$OPTIFORGE_HOME`` or ``./.optiforge``), created on demand.
+def home_path() -> Path:
+    """Where the optiforge home is (``$OPTIFORGE_HOME`` or ``./.optiforge``), without creating it.
 
     Returns
     -------
     Path
         Absolute path, so paths stored in the database stay valid from any working directory.
     """
-    path = Path(os.environ.get("OPTIFORGE_HOME") or ".optiforge").expanduser().resolve()
-    path.mkdir(parents=True, exist_ok=True)
+    return Path(os.environ.get("OPTIFORGE_HOME") or ".optiforge").expanduser().resolve()
+
+
+def home() -> Path:
+    """The optiforge home folder, created private (0700) on demand; see :func:`home_path`.
+
+    An existing home that group or others can access is used as it is, with an
+    :class:`InsecurePermissionsWarning` (once per process).
+    """
+    path = make_private_dir(home_path())
+    warn_if_shared(path)
     return path
 
 
@@ -80,6 +156,4 @@ def artifacts_dir(campaign_id: str) -> Path:
     """
     if not isinstance(campaign_id, str) or not _SAFE_ID.match(campaign_id) or ".." in campaign_id:
         raise ValueError(f"campaign_id: not a valid campaign id: {campaign_id!r}")
-    path = home() / "artifacts" / campaign_id
-    path.mkdir(parents=True, exist_ok=True)
-    return path
+    return make_private_dir(make_private_dir(home() / "artifacts") / campaign_id)

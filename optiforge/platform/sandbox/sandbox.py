@@ -16,6 +16,7 @@ from typing import Any
 
 from optiforge.heuristics import SPLITS, HeuristicTask, get_task
 from optiforge.heuristics.registry import task_ref
+from optiforge.platform import config
 from optiforge.platform.sandbox.limits import SandboxLimits, SandboxResult
 from optiforge.platform.sandbox.protocol import ProtocolError, read_message, write_message
 
@@ -160,7 +161,11 @@ class Sandbox:
         self.limits = limits
         self.workers = workers
         home = os.path.expanduser("~")
-        hidden = sorted({p for p in (home, os.environ.get("HOME", "")) if p})
+        # The optiforge home holds the store and every campaign's artifacts. Its 0700 mode
+        # already stops the dropped uid; hiding it also covers the modes where the child
+        # keeps the caller's uid (a user namespace, or drop_privileges=False).
+        store_home = str(config.home_path())
+        hidden = sorted({p for p in (home, os.environ.get("HOME", ""), store_home) if p})
         self._config = {"op": "config", "limits": limits.to_dict(), "hidden": hidden,
                         "preload": list(preload)}
         self._refs: dict[str, str] = {}

@@ -54,6 +54,24 @@ def digest(path: Path) -> tuple[str, int]:
     return h.hexdigest(), size
 
 
+def _make_private(path: Path) -> None:
+    """Owner-only modes (files 0600, folders 0700) on a kept artifact: a copy keeps its
+    source's mode, and an adapter may hold what was learnt from another owner's data."""
+    if path.is_symlink():
+        return
+    if not path.is_dir():
+        os.chmod(path, config.PRIVATE_FILE_MODE)
+        return
+    os.chmod(path, config.PRIVATE_DIR_MODE)
+    for root, dirs, files in os.walk(path):
+        for d in dirs:
+            if not os.path.islink(os.path.join(root, d)):
+                os.chmod(os.path.join(root, d), config.PRIVATE_DIR_MODE)
+        for f in files:
+            if not os.path.islink(os.path.join(root, f)):
+                os.chmod(os.path.join(root, f), config.PRIVATE_FILE_MODE)
+
+
 def _check_name(name: Any) -> str:
     name = v.text(name, "name", max_len=255)
     if name in (".", "..") or "/" in name or "\\" in name or "\0" in name or name.startswith("."):
@@ -67,9 +85,7 @@ class ArtifactsMixin(StoreBase):
         with self._read() as s:
             cid = self._campaign_row(s, campaign_id).id
         if self._artifacts_root is not None:
-            path = self._artifacts_root / cid
-            path.mkdir(parents=True, exist_ok=True)
-            return path
+            return config.make_private_dir(config.make_private_dir(self._artifacts_root) / cid)
         return config.artifacts_dir(cid)
 
     def add_artifact(
@@ -135,11 +151,13 @@ class ArtifactsMixin(StoreBase):
                 shutil.copytree(src, tmp)
             else:
                 shutil.copy2(src, tmp)
+            _make_private(tmp)
             fsync_tree(tmp)
             os.replace(tmp, dest)
             shutil.rmtree(tmp.parent, ignore_errors=True)
             copied = True
         else:
+            _make_private(dest)
             fsync_tree(dest)
         sha, size = digest(dest)
         row = ArtifactRow(kind=kind, name=name, path=str(dest), sha256=sha, size_bytes=size,

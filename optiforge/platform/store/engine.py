@@ -14,6 +14,7 @@ processes opening a fresh database at once apply them exactly once.
 
 from __future__ import annotations
 
+import os
 from functools import lru_cache
 from pathlib import Path
 from typing import Any
@@ -73,10 +74,8 @@ def _sqlite_engine(url: Any) -> Engine:
         engine = create_engine(url, poolclass=StaticPool,
                                connect_args={"check_same_thread": False})
     else:
-        try:
-            Path(database).expanduser().parent.mkdir(parents=True, exist_ok=True)
-        except OSError as exc:
-            raise ValueError(f"url: cannot create the folder of {database!r}: {exc.strerror}") from exc
+        if not url.query.get("uri"):
+            _private_database_file(Path(database).expanduser())
         engine = create_engine(
             url,
             connect_args={"timeout": BUSY_TIMEOUT_MS / 1000, "check_same_thread": False},
@@ -103,6 +102,32 @@ def _sqlite_engine(url: Any) -> Engine:
         conn.exec_driver_sql(f"BEGIN {mode}")
 
     return engine
+
+
+def _private_database_file(path: Path) -> None:
+    """Create the SQLite file owner-only (0600) before SQLite does, or check an existing one.
+
+    SQLite creates the ``-wal`` and ``-shm`` files later with the database file's own mode,
+    so a private database file keeps all three private without touching the process umask
+    (which every thread shares).
+    """
+    try:
+        config.make_private_dir(path.parent)
+    except (OSError, ValueError) as exc:
+        reason = getattr(exc, "strerror", None) or str(exc)
+        raise ValueError(f"url: cannot create the folder of {str(path)!r}: {reason}") from exc
+    try:
+        fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW,
+                     config.PRIVATE_FILE_MODE)
+    except FileExistsError:
+        config.warn_if_shared(path)
+        return
+    except OSError as exc:
+        raise ValueError(f"url: cannot create the database file {str(path)!r}: {exc.strerror}") from exc
+    try:
+        os.fchmod(fd, config.PRIVATE_FILE_MODE)  # exactly 0600, whatever the umask
+    finally:
+        os.close(fd)
 
 
 def writer(engine: Engine) -> Engine:
