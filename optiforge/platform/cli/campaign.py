@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import csv
+import io
 import json
 import sys
 from pathlib import Path
@@ -253,34 +254,47 @@ def show(campaign_id: str = typer.Argument(...), as_json: bool = typer.Option(Fa
             console.print(Syntax(b["code"], "python", theme="ansi_dark", word_wrap=True))
 
 
+MAX_EXPORT_TOP = 10_000
+
+
 @campaign_app.command("export")
 @user_errors
 def export(
     campaign_id: str = typer.Argument(...),
-    out: Path = typer.Option(None, help="Output folder (default ./<id>-export)."),
+    out: str | None = typer.Option(None, help="Output folder (default ./<id>-export)."),
     top: int = typer.Option(5, help="How many best candidates to write (best_<i>.py or .json)."),
+    force: bool = typer.Option(
+        False, "--force", help="Write into a folder that already holds files (files of the same "
+                               "names are replaced; nothing else is touched or deleted)."),
 ) -> None:
-    import shutil
-
     from optiforge.platform.campaigns import export_records
+    from optiforge.platform.cli import safe_write
 
+    if out is not None and not out.strip():
+        raise ValueError("out: must be a folder path, got an empty string")
+    if not 1 <= top <= MAX_EXPORT_TOP:
+        raise ValueError(f"top: must be between 1 and {MAX_EXPORT_TOP}, got {top}")
+    # Everything is gathered, and the folder checked, before the first byte is written.
     records = export_records(_store(), campaign_id, top)
-    out = out or Path(f"{campaign_id}-export")
-    out.mkdir(parents=True, exist_ok=True)
-    for name, text in records.best_files:
-        (out / name).write_text(text)
-    with open(out / "evaluations.csv", "w", newline="") as f:
-        w = csv.writer(f)
-        w.writerow(records.fields)
-        for row in records.rows:
-            w.writerow([json.dumps(row[k]) if isinstance(row[k], dict) else row[k]
-                        for k in records.fields])
-    (out / "evaluations.json").write_text(json.dumps(records.rows, indent=1, default=str))
-    (out / "campaign.json").write_text(json.dumps(records.summary, indent=2, default=str))
-    if records.adapter is not None:
-        dest = out / "adapter"
-        if dest.exists():
-            shutil.rmtree(dest)
-        src = records.adapter
-        (shutil.copytree if src.is_dir() else shutil.copy2)(src, dest)
-    print(str(out), file=sys.stdout)
+    files = {name: text.encode("utf-8") for name, text in records.best_files}
+    table = io.StringIO(newline="")
+    w = csv.writer(table)
+    w.writerow(records.fields)
+    for row in records.rows:
+        w.writerow([json.dumps(row[k]) if isinstance(row[k], dict) else row[k]
+                    for k in records.fields])
+    files["evaluations.csv"] = table.getvalue().encode("utf-8")
+    files["evaluations.json"] = json.dumps(records.rows, indent=1, default=str).encode("utf-8")
+    files["campaign.json"] = json.dumps(records.summary, indent=2, default=str).encode("utf-8")
+    adapter = records.adapter
+    folder = safe_write.prepare_folder(Path(out or f"{campaign_id}-export"), force=force)
+    if adapter is not None and not adapter.exists():
+        print(f"warning: the adapter {adapter} is no longer in the store; exported without it",
+              file=sys.stderr)
+        adapter = None
+    skip = safe_write.check_names(folder, files, {} if adapter is None else {"adapter": adapter})
+    for name, data in files.items():
+        safe_write.write_file(folder, name, data)
+    if adapter is not None and "adapter" not in skip:
+        safe_write.copy_in(folder, "adapter", adapter)
+    print(str(folder), file=sys.stdout)
