@@ -41,6 +41,10 @@ def text(value: Any, name: str, *, optional: bool = False, max_len: int | None =
     return value
 
 
+MAX_INT32 = 2**31 - 1
+"""Largest value of an ``Integer`` column on every backend (PostgreSQL's ``integer``)."""
+
+
 def integer(value: Any, name: str, *, minimum: int | None = None, maximum: int | None = None) -> int:
     """An integer (numpy integers accepted, bools refused) in ``[minimum, maximum]``."""
     if isinstance(value, bool) or not isinstance(value, numbers.Integral):

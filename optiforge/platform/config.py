@@ -62,6 +62,9 @@ def make_private_dir(path: Path) -> Path:
     """
     try:
         path.parent.mkdir(parents=True, exist_ok=True)
+    except FileExistsError:
+        raise ValueError(f"{path.parent} exists and is not a folder") from None
+    try:
         path.mkdir(mode=PRIVATE_DIR_MODE)
     except FileExistsError:
         if not path.is_dir():
@@ -117,7 +120,12 @@ def home() -> Path:
     An existing home that group or others can access is used as it is, with an
     :class:`InsecurePermissionsWarning` (once per process).
     """
-    path = make_private_dir(home_path())
+    path = home_path()
+    try:
+        make_private_dir(path)
+    except (OSError, ValueError) as exc:
+        reason = getattr(exc, "strerror", None) or str(exc)
+        raise ValueError(f"OPTIFORGE_HOME: cannot use {path} as the optiforge home: {reason}") from None
     warn_if_shared(path)
     return path
 

@@ -187,7 +187,7 @@ def test_existing_shared_database_file_warns(tmp_path: Path) -> None:
 def test_home_that_is_a_file_is_a_clear_error(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     (tmp_path / "not-a-folder").write_text("x")
     monkeypatch.setenv("OPTIFORGE_HOME", str(tmp_path / "not-a-folder"))
-    with pytest.raises(ValueError, match="not a folder"):
+    with pytest.raises(ValueError, match="OPTIFORGE_HOME.*not a folder"):
         config.home()
 
 

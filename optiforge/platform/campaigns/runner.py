@@ -23,6 +23,7 @@ EXECUTORS = ("local", "ray")
 RL_MODES = ("auto", "none", "grpo")
 DEFAULT_LLM = "smollm2"
 CAMPAIGN_OWNER = "local"
+MAX_WORKERS = 256  # sandbox processes on one machine, each a Python interpreter: a typo's ceiling
 
 
 class CampaignStep(Protocol):
@@ -127,8 +128,8 @@ def create_campaign(
     info = get_agent(agent)
     check.choice(executor, "executor", EXECUTORS)
     check.choice(rl, "rl", RL_MODES)
-    check.integer(budget, "budget", minimum=1)
-    check.integer(workers, "workers", minimum=1)
+    check.integer(budget, "budget", minimum=1, maximum=check.MAX_INT32)
+    check.integer(workers, "workers", minimum=1, maximum=MAX_WORKERS)
     check.integer(seed, "seed", minimum=0)
     if config is not None and not isinstance(config, dict):
         raise TypeError(f"config: expected a dict, got {type(config).__name__}")

@@ -15,11 +15,14 @@ from rich.syntax import Syntax
 from rich.table import Table
 
 from optiforge.platform.campaigns.summary import campaign_summary
-from optiforge.platform.cli.errors import fail, user_errors
+from optiforge.platform.cli.errors import fail, parse_json, read_text_file, user_errors
 
 campaign_app = typer.Typer(help="Launch, inspect, resume and export discovery campaigns.",
                            no_args_is_help=True)
 console = Console()
+
+
+MAX_TIMEOUT_S = 86_400.0  # a day: longer is a typo, and larger values overflow the clock
 
 
 def _store():
@@ -88,9 +91,9 @@ def evaluate(
     from optiforge.platform.sandbox import SandboxLimits
 
     task_obj = get_task(task)
-    if not program.is_file():
-        raise FileNotFoundError(f"program: no such file {str(program)!r}")
-    source = program.read_text()
+    if not 0 < timeout <= MAX_TIMEOUT_S:
+        raise ValueError(f"timeout: must be > 0 and <= {MAX_TIMEOUT_S:g} seconds, got {timeout:g}")
+    source = read_text_file(program, "program")
     with make_executor("local", workers=1, limits=SandboxLimits(timeout_s=timeout)) as ex:
         ev = ex.evaluate(task_obj, [source], split)[0]  # the executor checks `split`
     if as_json:
@@ -173,10 +176,7 @@ def run(
     from optiforge.platform.campaigns import create_campaign
 
     store = _store()
-    try:
-        agent_options = json.loads(options) if options else {}
-    except (json.JSONDecodeError, RecursionError) as exc:
-        raise ValueError(f"options: not valid JSON ({getattr(exc, 'msg', 'nested too deeply')})") from None
+    agent_options = parse_json(options, "options") if options else {}
     if not isinstance(agent_options, dict):
         raise ValueError("options: expected a JSON object")
     config: dict = {"agent_options": agent_options}

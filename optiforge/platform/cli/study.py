@@ -22,7 +22,7 @@ from typing import Any
 import typer
 
 from optiforge.extras import require
-from optiforge.platform.cli.errors import user_errors
+from optiforge.platform.cli.errors import parse_json, read_text_file, user_errors
 
 study_app = typer.Typer(help="Create black-box studies and ask/tell from the shell (JSON output).",
                         no_args_is_help=True)
@@ -47,14 +47,8 @@ def _store(db: str | None) -> Any:
 def _json_arg(text: str, what: str) -> Any:
     """Parse a JSON option value, or ``@path`` to read it from a file."""
     if text.startswith("@"):
-        path = Path(text[1:])
-        if not path.is_file():
-            raise ValueError(f"{what}: no such file {str(path)!r}")
-        text = path.read_text()
-    try:
-        return json.loads(text)
-    except json.JSONDecodeError as exc:
-        raise ValueError(f"{what}: not valid JSON ({exc.msg} at line {exc.lineno} column {exc.colno})") from None
+        text = read_text_file(Path(text[1:]), what)
+    return parse_json(text, what)
 
 
 def _emit(obj: Any) -> None:

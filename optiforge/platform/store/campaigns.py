@@ -147,7 +147,7 @@ class CampaignsMixin(StoreBase):
             task=v.text(task, "task"),
             agent=v.text(agent, "agent", max_len=64),
             llm=v.text(llm, "llm", max_len=500),
-            budget=v.integer(budget, "budget", minimum=1),
+            budget=v.integer(budget, "budget", minimum=1, maximum=v.MAX_INT32),
             seed=v.integer(seed, "seed"),
             executor=v.text(executor, "executor", max_len=64),
             config=v.json_dict(config, "config", optional=True),

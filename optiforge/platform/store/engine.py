@@ -120,7 +120,8 @@ def _private_database_file(path: Path) -> None:
         fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW,
                      config.PRIVATE_FILE_MODE)
     except FileExistsError:
-        config.warn_if_shared(path)
+        if path.is_file():
+            config.warn_if_shared(path)
         return
     except OSError as exc:
         raise ValueError(f"url: cannot create the database file {str(path)!r}: {exc.strerror}") from exc
