@@ -7,6 +7,8 @@
     optiforge study tell STUDY_ID TRIAL_ID --value 0.25      # or --failed
     optiforge study show STUDY_ID
     optiforge token create --owner alice
+    optiforge token list [--owner alice]
+    optiforge token revoke --id TOKEN_ID        # or --owner alice, or the token itself
     optiforge serve --host 127.0.0.1 --port 8000 --llm qwen=openai:http://10.0.0.5:8000/v1#Qwen/Qwen2.5-7B-Instruct
 
 The store is ``$OPTIFORGE_DB`` (default ``sqlite:///<home>/optiforge.db``) unless ``--db``.
@@ -144,21 +146,56 @@ def list_(
 @user_errors
 def token_create(
     owner: str = typer.Option(..., help="Who the token belongs to (owns the studies it creates)."),
+    as_json: bool = typer.Option(False, "--json", help='Print {"token", "id", "owner", "created_at"}.'),
     db: str = DB_OPTION,
 ) -> None:
     """Create a bearer token (stored hashed: this is the only time it is shown)."""
-    typer.echo(_store(db).create_token(owner))
+    store = _store(db)
+    token = store.create_token(owner)
+    if as_json:
+        _emit({"token": token, **_token_dict(store.token_info(token))})
+    else:
+        typer.echo(token)
+
+
+@token_app.command("list")
+@user_errors
+def token_list(
+    owner: str = typer.Option(None, help="Only this owner's tokens."),
+    db: str = DB_OPTION,
+) -> None:
+    """List tokens as JSON: id, owner, created_at, revoked_at (never the tokens themselves)."""
+    _emit([_token_dict(t) for t in _store(db).list_tokens(owner)])
 
 
 @token_app.command("revoke")
 @user_errors
 def token_revoke(
-    token: str = typer.Argument(..., help="The token to revoke."),
+    token: str = typer.Argument(None, help="The token to revoke (or use --id / --owner)."),
+    token_id: str = typer.Option(None, "--id", help="Revoke the token with this id (see `token list`)."),
+    owner: str = typer.Option(None, help="Revoke every token of this owner."),
     db: str = DB_OPTION,
 ) -> None:
-    """Revoke a token."""
-    _store(db).revoke_token(token)
-    typer.echo("revoked")
+    """Revoke one token (by plaintext or --id) or all of an owner's tokens (--owner)."""
+    given = [name for name, value in (("TOKEN", token), ("--id", token_id), ("--owner", owner))
+             if value is not None]
+    if len(given) != 1:
+        raise ValueError("token: give exactly one of TOKEN, --id or --owner"
+                         + (f" (got {', '.join(given)})" if given else ""))
+    store = _store(db)
+    if token is not None:
+        store.revoke_token(token)
+        typer.echo("revoked")
+    elif token_id is not None:
+        typer.echo(f"revoked {store.revoke_token_id(token_id).id}")
+    else:
+        n = store.revoke_owner_tokens(owner)
+        typer.echo(f"revoked {n} live token{'s' if n != 1 else ''} of {owner}")
+
+
+def _token_dict(info: Any) -> dict[str, Any]:
+    return {"id": info.id, "owner": info.owner, "created_at": info.created_at.isoformat(),
+            "revoked_at": None if info.revoked_at is None else info.revoked_at.isoformat()}
 
 
 @user_errors

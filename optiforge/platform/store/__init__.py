@@ -15,6 +15,7 @@ from optiforge.platform.store.records import (
     LLMCall,
     LLMCallIn,
     StudyRecord,
+    TokenInfo,
     Trial,
 )
 from optiforge.platform.store.store import Store
@@ -31,5 +32,6 @@ __all__ = [
     "NotFoundError",
     "Store",
     "StudyRecord",
+    "TokenInfo",
     "Trial",
 ]

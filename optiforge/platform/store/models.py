@@ -12,7 +12,7 @@ agent_states   the agent's state after a round (what a resumed campaign restores
 artifacts      files/folders kept for a campaign (LoRA adapters, exports), with their SHA-256
 studies        black-box studies (owner, search space, direction, agent + options)
 trials         one row per trial; (study_id, number) unique, numbers assigned without gaps
-tokens         API bearer tokens, stored as SHA-256 digests only
+tokens         API bearer tokens, stored as SHA-256 digests only, each with a public id
 """
 
 from __future__ import annotations
@@ -252,6 +252,8 @@ class TrialRow(Base):
 class TokenRow(Base):
     __tablename__ = "tokens"
     token_sha256: Mapped[str] = mapped_column(String(64), primary_key=True)
+    # A random public handle (revision 0002): list and revoke a token without its plaintext.
+    id: Mapped[str] = mapped_column(String(32), unique=True)
     owner: Mapped[str] = mapped_column(String(200), index=True)
     created_at: Mapped[datetime] = mapped_column(UTCDateTime)
     revoked_at: Mapped[datetime | None] = mapped_column(UTCDateTime)

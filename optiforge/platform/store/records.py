@@ -166,3 +166,14 @@ class Trial:
     state: str
     created_at: datetime
     finished_at: datetime | None
+
+
+@dataclass(frozen=True)
+class TokenInfo:
+    """An API token as the store knows it: never the token itself (only its SHA-256 is kept)."""
+
+    id: str
+    """Public handle of the token (12 hex digits): list and revoke it without the plaintext."""
+    owner: str
+    created_at: datetime
+    revoked_at: datetime | None
