@@ -7,25 +7,18 @@ all run the real ``optiforge`` command in a subprocess against a real store.
 from __future__ import annotations
 
 import json
-import os
-import subprocess
-import sys
 from pathlib import Path
 
 import pytest
+from local_security_helpers import assert_one_error_line, cli_env, run_cli
 
-CLI = [sys.executable, "-m", "optiforge.platform.cli"]
 SPACE = '{"x": {"type": "float", "low": 0, "high": 1}}'
 DEEP = "[" * 50_000 + "]" * 50_000  # fits in one argument (128 KiB), far past json's recursion limit
 
 
 @pytest.fixture(scope="module")
 def env(tmp_path_factory: pytest.TempPathFactory) -> dict[str, str]:
-    root = tmp_path_factory.mktemp("cli-errors")
-    env = {**os.environ, "OPTIFORGE_HOME": str(root / "home"),
-           "PYTHONPATH": os.pathsep.join(sys.path)}
-    env.pop("OPTIFORGE_DB", None)
-    return env
+    return cli_env(tmp_path_factory.mktemp("cli-errors") / "home")
 
 
 @pytest.fixture(scope="module")
@@ -41,22 +34,9 @@ def files(tmp_path_factory: pytest.TempPathFactory) -> dict[str, str]:
 
 @pytest.fixture(scope="module")
 def study_id(env: dict[str, str]) -> str:
-    r = _cli(env, "study", "create", "--space", SPACE)
+    r = run_cli(env, "study", "create", "--space", SPACE)
     assert r.returncode == 0, r.stderr
     return json.loads(r.stdout)["id"]
-
-
-def _cli(env: dict[str, str], *args: str) -> subprocess.CompletedProcess:
-    return subprocess.run([*CLI, *args], capture_output=True, text=True, env=env, timeout=300)
-
-
-def _assert_one_line(r: subprocess.CompletedProcess, word: str) -> str:
-    assert "Traceback" not in r.stderr, r.stderr[-2000:]
-    assert r.returncode == 2, (r.returncode, r.stderr[-2000:])
-    lines = [ln for ln in r.stderr.splitlines() if ln.strip()]
-    assert len(lines) == 1 and lines[0].startswith("error: "), r.stderr[-2000:]
-    assert word in lines[0], lines[0]
-    return lines[0]
 
 
 def _fill(arg: str, names: dict[str, str]) -> str:
@@ -100,21 +80,21 @@ def test_bad_input_is_one_line(env, files, study_id, case: str) -> None:
     argv, word = CASES[case]
     names = {"<study>": study_id, **{f"<{name}>": path for name, path in files.items()}}
     argv = [_fill(a, names) for a in argv]
-    _assert_one_line(_cli(env, *argv), _fill(word, names))
+    assert_one_error_line(run_cli(env, *argv), _fill(word, names))
 
 
 @pytest.mark.parametrize("home", ["a_file", "under_a_file", "/proc/optiforge-home"])
 def test_unusable_home_is_one_line(env, files, home: str) -> None:
     path = {"a_file": files["a_file"], "under_a_file": files["a_file"] + "/home"}.get(home, home)
-    r = _cli({**env, "OPTIFORGE_HOME": path}, "study", "list")
-    _assert_one_line(r, "OPTIFORGE_HOME")
+    r = run_cli({**env, "OPTIFORGE_HOME": path}, "study", "list")
+    assert_one_error_line(r, "OPTIFORGE_HOME")
     assert Path(files["a_file"]).read_text() == "x"
 
 
 def test_error_echoing_huge_input_is_capped(env) -> None:
     # A 100 KB categorical choice is quoted back by the space check; the line stays short.
     space = json.dumps({"x": {"type": "categorical", "choices": [[["y" * 100_000]]]}})
-    line = _assert_one_line(_cli(env, "study", "create", "--space", space), "space")
+    line = assert_one_error_line(run_cli(env, "study", "create", "--space", space), "space")
     assert len(line) <= 600
 
 
@@ -122,7 +102,7 @@ def test_shared_home_warns_in_one_plain_line(tmp_path: Path, env) -> None:
     home = tmp_path / "shared"
     home.mkdir(mode=0o755)
     home.chmod(0o755)
-    r = _cli({**env, "OPTIFORGE_HOME": str(home)}, "study", "list")
+    r = run_cli({**env, "OPTIFORGE_HOME": str(home)}, "study", "list")
     assert r.returncode == 0, r.stderr
     lines = [ln for ln in r.stderr.splitlines() if ln.strip()]
     assert len(lines) == 1 and lines[0].startswith("warning: ") and str(home) in lines[0], r.stderr

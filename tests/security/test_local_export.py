@@ -12,14 +12,13 @@ import json
 import os
 import stat
 import subprocess
-import sys
 from pathlib import Path
 
 import pytest
+from local_security_helpers import assert_one_error_line, cli_env, run_cli
 
 from optiforge.platform.store import Store
 
-CLI = [sys.executable, "-m", "optiforge.platform.cli"]
 RESPONSES = [
     "{The idea of the algorithm is to prefer the tightest bin.}\n```python\n"
     "def priority(item, bins):\n    return -(bins - item)\n```",
@@ -39,11 +38,7 @@ def _exported(folder: Path) -> set[str]:
 
 @pytest.fixture(scope="module")
 def env(tmp_path_factory: pytest.TempPathFactory) -> dict[str, str]:
-    root = tmp_path_factory.mktemp("export-store")
-    env = {**os.environ, "OPTIFORGE_HOME": str(root / "home"),
-           "PYTHONPATH": os.pathsep.join(sys.path)}
-    env.pop("OPTIFORGE_DB", None)
-    return env
+    return cli_env(tmp_path_factory.mktemp("export-store") / "home")
 
 
 @pytest.fixture(scope="module")
@@ -51,7 +46,7 @@ def campaign(env: dict[str, str], tmp_path_factory: pytest.TempPathFactory) -> s
     work = tmp_path_factory.mktemp("export-campaign")
     replay = work / "responses.jsonl"
     replay.write_text("".join(json.dumps({"text": t}) + "\n" for t in RESPONSES))
-    r = _cli(env, "campaign", "run", "--task", "binpacking", "--budget", "2", "--samples", "2",
+    r = run_cli(env, "campaign", "run", "--task", "binpacking", "--budget", "2", "--samples", "2",
              "--llm", f"replay:{replay}", "--workers", "1", "--rl", "none")
     assert r.returncode == 0, r.stdout + r.stderr
     store = Store(f"sqlite:///{env['OPTIFORGE_HOME']}/optiforge.db")
@@ -65,22 +60,8 @@ def campaign(env: dict[str, str], tmp_path_factory: pytest.TempPathFactory) -> s
     return c.id
 
 
-def _cli(env: dict[str, str], *args: str) -> subprocess.CompletedProcess:
-    return subprocess.run([*CLI, *args], capture_output=True, text=True, env=env, timeout=600)
-
-
 def _export(env: dict[str, str], campaign: str, *args: str) -> subprocess.CompletedProcess:
-    return _cli(env, "campaign", "export", campaign, *args)
-
-
-def _one_error_line(r: subprocess.CompletedProcess, *words: str) -> str:
-    assert r.returncode == 2, (r.returncode, r.stdout, r.stderr)
-    assert "Traceback" not in r.stderr
-    lines = [ln for ln in r.stderr.splitlines() if ln.strip()]
-    assert len(lines) == 1 and lines[0].startswith("error: "), r.stderr
-    for word in words:
-        assert word in lines[0], lines[0]
-    return lines[0]
+    return run_cli(env, "campaign", "export", campaign, *args)
 
 
 def _snapshot(folder: Path) -> dict[str, bytes | str]:
@@ -118,7 +99,7 @@ def test_non_empty_folder_is_refused_without_force(env, campaign, tmp_path: Path
     (out / "evaluations.json").write_text("my own notes")
     (out / "thesis.tex").write_text("chapter 1")
     before = _snapshot(out)
-    _one_error_line(_export(env, campaign, "--out", str(out)), "not empty", "--force")
+    assert_one_error_line(_export(env, campaign, "--out", str(out)), "not empty", "--force")
     assert _snapshot(out) == before
 
 
@@ -144,7 +125,7 @@ def test_symlinked_file_is_never_followed(env, campaign, tmp_path: Path, force: 
     (out / "evaluations.json").symlink_to(victim)
     before = _snapshot(out)
     r = _export(env, campaign, "--out", str(out), *(["--force"] if force else []))
-    _one_error_line(r, "symbolic link" if force else "not empty")
+    assert_one_error_line(r, "symbolic link" if force else "not empty")
     assert victim.read_text() == "precious"
     assert _snapshot(out) == before  # refused before the first byte: nothing else written either
 
@@ -155,7 +136,7 @@ def test_dangling_symlink_is_not_written_through(env, campaign, tmp_path: Path) 
     out = tmp_path / "out"
     out.mkdir()
     (out / "best_1.py").symlink_to(planted)
-    _one_error_line(_export(env, campaign, "--out", str(out), "--force"), "symbolic link")
+    assert_one_error_line(_export(env, campaign, "--out", str(out), "--force"), "symbolic link")
     assert not planted.exists()
 
 
@@ -164,7 +145,7 @@ def test_symlinked_target_folder_is_refused(env, campaign, tmp_path: Path) -> No
     real.mkdir()
     link = tmp_path / "link"
     link.symlink_to(real)
-    _one_error_line(_export(env, campaign, "--out", str(link)), "symbolic link")
+    assert_one_error_line(_export(env, campaign, "--out", str(link)), "symbolic link")
     assert list(real.iterdir()) == []
 
 
@@ -173,7 +154,7 @@ def test_existing_adapter_folder_is_never_deleted(env, campaign, tmp_path: Path)
     (out / "adapter").mkdir(parents=True)
     (out / "adapter" / "my_finetune.safetensors").write_bytes(b"a week of GPU time")
     before = _snapshot(out)
-    _one_error_line(_export(env, campaign, "--out", str(out), "--force"), "adapter", "never deleted")
+    assert_one_error_line(_export(env, campaign, "--out", str(out), "--force"), "adapter", "never deleted")
     assert _snapshot(out) == before
 
 
@@ -192,14 +173,13 @@ def test_adapter_symlink_is_refused(env, campaign, tmp_path: Path) -> None:
     out = tmp_path / "out"
     out.mkdir()
     (out / "adapter").symlink_to(elsewhere)
-    _one_error_line(_export(env, campaign, "--out", str(out), "--force"), "symbolic link")
+    assert_one_error_line(_export(env, campaign, "--out", str(out), "--force"), "symbolic link")
     assert list(elsewhere.iterdir()) == []
 
 
 def test_empty_out_is_rejected(env, campaign, tmp_path: Path) -> None:
-    r = subprocess.run([*CLI, "campaign", "export", campaign, "--out", ""], capture_output=True,
-                       text=True, env=env, cwd=tmp_path, timeout=600)
-    _one_error_line(r, "out")
+    r = run_cli(env, "campaign", "export", campaign, "--out", "", cwd=tmp_path)
+    assert_one_error_line(r, "out")
     assert list(tmp_path.iterdir()) == []  # nothing written into the current folder
 
 
@@ -209,7 +189,7 @@ def test_targets_that_are_not_writable_folders(env, campaign, tmp_path: Path, ta
     a_file.write_text("keep")
     path = {"/dev/null": "/dev/null", "file": str(a_file), "under_a_file": str(a_file / "out"),
             "proc": "/proc/self/optiforge-export"}[target]
-    _one_error_line(_export(env, campaign, "--out", path), "out")
+    assert_one_error_line(_export(env, campaign, "--out", path), "out")
     assert a_file.read_text() == "keep"
 
 
@@ -217,15 +197,15 @@ def test_targets_that_are_not_writable_folders(env, campaign, tmp_path: Path, ta
 def test_unwritable_folder_as_a_user(env, campaign, tmp_path: Path) -> None:
     out = tmp_path / "locked"
     out.mkdir(mode=0o500)
-    _one_error_line(_export(env, campaign, "--out", str(out)), "out", "cannot write")
+    assert_one_error_line(_export(env, campaign, "--out", str(out)), "out", "cannot write")
 
 
 def test_unknown_campaign_creates_nothing(env, tmp_path: Path) -> None:
     out = tmp_path / "out"
-    _one_error_line(_export(env, "doesnotexist", "--out", str(out)), "doesnotexist")
+    assert_one_error_line(_export(env, "doesnotexist", "--out", str(out)), "doesnotexist")
     assert not out.exists()
 
 
 @pytest.mark.parametrize("top", ["0", "-3", str(10**30)])
 def test_bad_top_is_one_line(env, campaign, tmp_path: Path, top: str) -> None:
-    _one_error_line(_export(env, campaign, "--out", str(tmp_path / "o"), "--top", top), "top")
+    assert_one_error_line(_export(env, campaign, "--out", str(tmp_path / "o"), "--top", top), "top")

@@ -13,13 +13,12 @@ import os
 import shutil
 import stat
 import subprocess
-import sys
 import warnings
 from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
-from local_security_helpers import world_traversable_dir
+from local_security_helpers import cli_env, run_cli, world_traversable_dir
 
 from optiforge.platform import config
 from optiforge.platform.config import InsecurePermissionsWarning
@@ -192,8 +191,6 @@ def test_home_that_is_a_file_is_a_clear_error(tmp_path: Path, monkeypatch: pytes
 
 
 def test_cli_creates_a_private_store(fresh_home: Path) -> None:
-    env = {**os.environ, "PYTHONPATH": os.pathsep.join(sys.path)}
-    done = subprocess.run([sys.executable, "-m", "optiforge.platform.cli", "token", "create",
-                           "--owner", "alice"], capture_output=True, text=True, env=env)
+    done = run_cli(cli_env(fresh_home), "token", "create", "--owner", "alice")
     assert done.returncode == 0, done.stderr
     assert _mode(fresh_home) == 0o700 and _mode(fresh_home / "optiforge.db") == 0o600

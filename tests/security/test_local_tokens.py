@@ -3,32 +3,21 @@
 from __future__ import annotations
 
 import json
-import os
-import subprocess
-import sys
 from pathlib import Path
 
 import pytest
+from local_security_helpers import assert_one_error_line, cli_env, run_cli
 
 from optiforge.platform.store import Store
-
-CLI = [sys.executable, "-m", "optiforge.platform.cli"]
 
 
 @pytest.fixture
 def env(tmp_path: Path) -> dict[str, str]:
-    env = {**os.environ, "OPTIFORGE_HOME": str(tmp_path / "home"),
-           "PYTHONPATH": os.pathsep.join(sys.path)}
-    env.pop("OPTIFORGE_DB", None)
-    return env
-
-
-def _cli(env: dict[str, str], *args: str) -> subprocess.CompletedProcess:
-    return subprocess.run([*CLI, *args], capture_output=True, text=True, env=env, timeout=300)
+    return cli_env(tmp_path / "home")
 
 
 def _ok(env: dict[str, str], *args: str) -> str:
-    r = _cli(env, *args)
+    r = run_cli(env, *args)
     assert r.returncode == 0, r.stderr
     return r.stdout
 
@@ -92,7 +81,4 @@ def test_revoking_by_plaintext_still_works(env) -> None:
 )
 def test_revoke_bad_input_is_one_line(env, args: tuple[str, ...], word: str) -> None:
     _ok(env, "token", "create", "--owner", "alice")
-    r = _cli(env, "token", "revoke", *args)
-    assert r.returncode == 2 and "Traceback" not in r.stderr
-    lines = [ln for ln in r.stderr.splitlines() if ln.strip()]
-    assert len(lines) == 1 and lines[0].startswith("error: ") and word in lines[0], r.stderr
+    assert_one_error_line(run_cli(env, "token", "revoke", *args), word)

@@ -42,7 +42,10 @@ def prepare_folder(path: Path, *, force: bool) -> Path:
         raise ValueError(f"out: {path} is a symbolic link; give the real folder")
     try:
         if not path.exists():
-            config.make_private_dir(path)
+            try:
+                config.make_private_dir(path)
+            except ValueError as exc:  # a parent is a file
+                raise ValueError(f"out: cannot create {path}: {exc}") from None
             return path
         if not path.is_dir():
             raise ValueError(f"out: {path} exists and is not a folder")

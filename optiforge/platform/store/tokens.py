@@ -63,12 +63,8 @@ class TokensMixin(StoreBase):
         NotFoundError
             No such token.
         """
-        token = _check_token(token)
         with self._read() as s:
-            row = s.get(TokenRow, _digest(token))
-            if row is None:
-                raise NotFoundError("token: unknown token")
-            return _info(row)
+            return _info(self._token_row(s, token))
 
     def list_tokens(self, owner: str | None = None) -> list[TokenInfo]:
         """Every token (or ``owner``'s), oldest first, revoked ones included; never the tokens."""
@@ -86,12 +82,8 @@ class TokensMixin(StoreBase):
         NotFoundError
             No such token.
         """
-        token = _check_token(token)
         with self._write() as s:
-            row = s.get(TokenRow, _digest(token))
-            if row is None:
-                raise NotFoundError("token: unknown token")
-            self._revoke(s, TokenRow.token_sha256 == row.token_sha256)
+            self._revoke(s, TokenRow.token_sha256 == self._token_row(s, token).token_sha256)
 
     def revoke_token_id(self, token_id: str) -> TokenInfo:
         """Revoke the token with this public id (idempotent); returns it as now stored.
@@ -123,6 +115,13 @@ class TokensMixin(StoreBase):
             if s.scalars(select(TokenRow.id).where(TokenRow.owner == owner).limit(1)).first() is None:
                 raise NotFoundError(f"owner: no tokens for owner {owner!r}")
             return self._revoke(s, TokenRow.owner == owner)
+
+    @staticmethod
+    def _token_row(s: Session, token: object) -> TokenRow:
+        row = s.get(TokenRow, _digest(_check_token(token)))
+        if row is None:
+            raise NotFoundError("token: unknown token")
+        return row
 
     @staticmethod
     def _revoke(s: Session, where: ColumnElement[bool]) -> int:
