@@ -10,12 +10,13 @@ from __future__ import annotations
 
 import json
 import os
+import shutil
 import stat
 import subprocess
 from pathlib import Path
 
 import pytest
-from local_security_helpers import assert_one_error_line, cli_env, run_cli
+from local_security_helpers import CLI, assert_one_error_line, cli_env, run_cli
 
 from optiforge.platform.store import Store
 
@@ -198,6 +199,21 @@ def test_unwritable_folder_as_a_user(env, campaign, tmp_path: Path) -> None:
     out = tmp_path / "locked"
     out.mkdir(mode=0o500)
     assert_one_error_line(_export(env, campaign, "--out", str(out)), "out", "cannot write")
+
+
+@pytest.mark.skipif(os.geteuid() != 0 or shutil.which("unshare") is None,
+                    reason="a read-only bind mount needs root and unshare (as in CI)")
+def test_read_only_folder(env, campaign, tmp_path: Path) -> None:
+    # Root ignores file modes, so the folder is made unwritable the way a read-only disk is:
+    # a read-only bind mount, in a private mount namespace that vanishes with the command.
+    out = tmp_path / "read-only"
+    out.mkdir()
+    script = 'mount --bind "$1" "$1" && mount -o remount,bind,ro "$1" && shift && exec "$@"'
+    r = subprocess.run(["unshare", "--mount", "--propagation", "private", "sh", "-c", script, "sh",
+                        str(out), *CLI, "campaign", "export", campaign, "--out", str(out)],
+                       capture_output=True, text=True, env=env, timeout=600)
+    assert_one_error_line(r, "out", "Read-only file system")
+    assert list(out.iterdir()) == []
 
 
 def test_unknown_campaign_creates_nothing(env, tmp_path: Path) -> None:
