@@ -51,7 +51,7 @@ def campaign(env: dict[str, str], tmp_path_factory: pytest.TempPathFactory) -> s
              "--llm", f"replay:{replay}", "--workers", "1", "--rl", "none")
     assert r.returncode == 0, r.stdout + r.stderr
     store = Store(f"sqlite:///{env['OPTIFORGE_HOME']}/optiforge.db")
-    [c] = store.list_campaigns()
+    [c] = [c for c in store.list_campaigns() if c.agent == "evolution"]
     adapter = work / "adapter-0001"
     adapter.mkdir()
     (adapter / "adapter_config.json").write_text('{"r": 16}')
@@ -225,3 +225,19 @@ def test_unknown_campaign_creates_nothing(env, tmp_path: Path) -> None:
 @pytest.mark.parametrize("top", ["0", "-3", str(10**30)])
 def test_bad_top_is_one_line(env, campaign, tmp_path: Path, top: str) -> None:
     assert_one_error_line(_export(env, campaign, "--out", str(tmp_path / "o"), "--top", top), "top")
+
+
+def test_black_box_campaign_export_follows_the_same_rules(env, tmp_path: Path) -> None:
+    r = run_cli(env, "campaign", "run", "--task", "branin", "--agent", "random", "--budget", "4")
+    assert r.returncode == 0, r.stdout + r.stderr
+    store = Store(f"sqlite:///{env['OPTIFORGE_HOME']}/optiforge.db")
+    cid = next(c.id for c in store.list_campaigns() if c.agent == "random")
+    store.close()
+    out = tmp_path / "points"
+    out.mkdir()
+    (out / "best_1.json").write_text("my own point")
+    assert_one_error_line(_export(env, cid, "--out", str(out)), "not empty")
+    assert (out / "best_1.json").read_text() == "my own point"
+    assert _export(env, cid, "--out", str(out), "--force").returncode == 0
+    assert json.loads((out / "best_1.json").read_text())["params"]
+    assert stat.S_IMODE((out / "best_1.json").stat().st_mode) == 0o600
