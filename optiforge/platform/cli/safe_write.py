@@ -21,6 +21,7 @@ import tempfile
 from collections.abc import Iterable
 from pathlib import Path
 
+from optiforge.files import fsync_paths
 from optiforge.platform import config
 from optiforge.platform.store.artifacts import digest
 
@@ -111,7 +112,7 @@ def write_file(folder: Path, name: str, data: bytes) -> None:
         if isinstance(exc, OSError):
             raise _os_error(folder / name, exc) from None
         raise
-    _fsync_dir(folder)
+    fsync_paths(folder)  # the rename is durable once the folder's entry is on disk
 
 
 def copy_in(folder: Path, name: str, source: Path) -> None:
@@ -134,13 +135,4 @@ def copy_in(folder: Path, name: str, source: Path) -> None:
         raise _os_error(folder / name, exc) from None
     finally:
         shutil.rmtree(staging, ignore_errors=True)
-    _fsync_dir(folder)
-
-
-def _fsync_dir(folder: Path) -> None:
-    # The rename itself is durable only once the folder's entry is on disk.
-    fd = os.open(folder, os.O_RDONLY | os.O_DIRECTORY)
-    try:
-        os.fsync(fd)
-    finally:
-        os.close(fd)
+    fsync_paths(folder)  # the rename is durable once the folder's entry is on disk
