@@ -41,8 +41,9 @@ def user_errors(func: F) -> F:
     """Turn the library's bad-input exceptions into ``error: ...`` and exit 2.
 
     ``ValueError``/``TypeError``/``FileNotFoundError``/``KeyError`` and a missing extra carry
-    the library's own message, which names the argument. ``OverflowError`` and ``RecursionError`` are a last
-    resort: input too large or too deeply nested for a check that should have caught it first.
+    the library's own message, which names the argument. ``OverflowError`` and
+    ``RecursionError`` are a last resort: input too large or too deeply nested for a check
+    that should have caught it first.
     """
 
     @functools.wraps(func)
