@@ -390,7 +390,8 @@ def figure(*, y: float = 0.5, eta: float = 1.0, lam: float = 0.2, extent: float 
            progress: Progress | None = None) -> dict:
     """The probe's numbers: the Fig. 3 basin map and its box-counting dimension, the Thm 1
     check by simulation (y = 1), the planar map against full GD, and sharpness against eta
-    (y = 1, d = 5). The class map is returned under ``"classes"`` (a numpy array)."""
+    (y = 1, d = 5, ``check_inits`` initialisations). The class map is returned under
+    ``"classes"`` (a numpy array)."""
     chunks = math.ceil(resolution / 256)
     total = chunks + 3 + len(sharpness_etas)
 
@@ -408,9 +409,9 @@ def figure(*, y: float = 0.5, eta: float = 1.0, lam: float = 0.2, extent: float 
     sub(chunks + 1)(1, total)
     planar = planar_agreement(seed=seed)
     sub(chunks + 2)(1, total)
-    sharp = sharpness_sweep(list(sharpness_etas), y=1.0, d=5, seed=seed, device=device,
-                            progress=sub(chunks + 3))
-    koch = box_counting(rasterize(koch_curve(7), 2048))
+    sharp = sharpness_sweep(list(sharpness_etas), y=1.0, d=5, inits=check_inits, seed=seed,
+                            device=device, progress=sub(chunks + 3))
+    koch = box_counting(rasterize(koch_curve(6), 1024))
     cl = classes.cpu().numpy()
     return {"config": {"y": y, "eta": eta, "lam": lam, "extent": extent, "resolution": resolution,
                        "steps": steps, "thm4_lam_max": min(1 / eta - abs(y), 1 / (2 * eta))},
