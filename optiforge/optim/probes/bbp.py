@@ -498,22 +498,34 @@ def spectral_threshold(model: SpectralModel, lo: float = 0.05, hi: float = 20.0)
 DEFAULT_ALPHAS = tuple(round(0.2 * k, 2) for k in range(1, 16))  # 0.2 .. 3.0
 
 
+def n_slopes(runs: Sequence[OverlapSweep]) -> list[float]:
+    """Per alpha, the least-squares slope of log(mean |m|) against log N over ``runs`` (same
+    alphas, several N): about -1/2 .. -1/3 where the eigenvector is uninformative (|m| -> 0),
+    about 0 where the overlap has an N = inf limit."""
+    log_n = np.log([r.n for r in runs])
+    means = np.log(np.stack([r.mean for r in runs]))
+    return [float(np.polyfit(log_n, means[:, i], 1)[0]) for i in range(means.shape[1])]
+
+
 def figure(*, ns: Sequence[int] = (100, 200, 400, 800), a_values: Sequence[float] = (0.7, 1.5),
            alphas: Sequence[float] = DEFAULT_ALPHAS, p: int = 2, p_star: int = 1,
-           trials: int = 8, validation_n: int = 800, large_ps: Sequence[int] = (1, 2, 4, 8),
-           large_p_n: int = 200, large_p_a: float = 1.5, level: float = 0.3, seed: int = 0,
-           device: str | torch.device = "cpu", progress: Progress | None = None) -> dict:
+           trials: int = 8, validation_ns: Sequence[int] = (200, 800),
+           large_ps: Sequence[int] = (1, 2, 4, 8), large_p_n: int = 200, large_p_a: float = 1.5,
+           level: float = 0.5, seed: int = 0, device: str | torch.device = "cpu",
+           progress: Progress | None = None) -> dict:
     """The probe's numbers.
 
     1. Fig. 1 of the paper: |m| against alpha for p, p* at every a in ``a_values`` and N in
-       ``ns``, the alpha where the mean |m| crosses ``level`` per N, and the two finite-N fits.
-    2. Validation of the N = inf theory: p = 1 simulated at N = ``validation_n`` against
-       :func:`spectral_overlap`, for every a.
+       ``ns``; per alpha the N-slope of log |m| (:func:`n_slopes`) and the alpha where the
+       mean |m| crosses ``level`` per N.
+    2. The N = inf theory against simulation at p = 1, for every a and N in
+       ``validation_ns``, with the mean |m| below alpha_BBP per N and its decay exponent in N
+       (the finite-N effect: fast for a continuous transition, slow for a discontinuous one).
     3. The large-p check: |m| against alpha for every p in ``large_ps`` at N = ``large_p_n``
        and a = ``large_p_a``, with the p -> inf theory curve and alpha_BBP = p*(a + 1)/2.
     """
     alphas = [float(x) for x in alphas]
-    jobs = len(a_values) * (len(ns) + 1) + len(large_ps)
+    jobs = len(a_values) * (len(ns) + len(validation_ns)) + len(large_ps)
     done = [0]
 
     def step(i: int, _n: int) -> None:
@@ -532,22 +544,26 @@ def figure(*, ns: Sequence[int] = (100, 200, 400, 800), a_values: Sequence[float
                  "large_p": {}}
     for a in a_values:
         runs = [sweep(n, p, a) for n in ns]
-        cross = [r.crossing(level) for r in runs]
-        ok = [(n, c) for n, c in zip(ns, cross, strict=True) if c is not None]
-        fits = ([finite_size_fit([n for n, _ in ok], [c for _, c in ok], law)
-                 for law in ("power", "log")] if len(ok) >= 3 else [])
         out["fig1"].append({"a": a, "runs": [r.to_dict() for r in runs],
-                            "alpha_at_level": dict(zip(map(str, ns), cross, strict=True)),
-                            "finite_size_fits": fits})
+                            "n_slope": n_slopes(runs) if len(runs) > 1 else None,
+                            "alpha_at_level": {str(r.n): r.crossing(level) for r in runs}})
     for a in a_values:
-        sim = sweep(validation_n, 1, a)
-        entry = {"a": a, "simulated": sim.to_dict()}
+        entry: dict = {"a": a}
         for label, p_theory in (("p1", 1), ("p_inf", None)):
             model = spectral_model(p_theory, a)
             thr, pinned = spectral_threshold(model)
             entry[label] = {"alpha_bbp": thr, "discontinuous": pinned,
                             "overlap": [math.sqrt(spectral_overlap(x, model)[0]) for x in alphas]}
         entry["p_inf"]["paper_alpha_bbp"] = large_p_threshold(p_star, a)
+        sims = [sweep(n, 1, a) for n in validation_ns]
+        below = [i for i, x in enumerate(alphas) if x < entry["p1"]["alpha_bbp"]]
+        entry["simulated"] = [r.to_dict() for r in sims]
+        if below:
+            means = {r.n: float(r.mean[below].mean()) for r in sims}
+            entry["mean_overlap_below_threshold"] = {str(k): v for k, v in means.items()}
+            if len(sims) > 1:
+                entry["below_threshold_decay_exponent"] = float(np.polyfit(
+                    np.log(list(means)), np.log(list(means.values())), 1)[0])
         out["theory"].append(entry)
     runs = [sweep(large_p_n, p_, large_p_a) for p_ in large_ps]
     model = spectral_model(None, large_p_a)

@@ -47,13 +47,15 @@ def plot_bbp(res: dict, path: str | Path) -> Path:
                xlabel="α = M/N", ylabel="|m| (lowest Hessian eigenvector · teacher)", ylim=(0, 1))
         ax.legend(fontsize=8)
     ax = axes[2]
-    for t in res["theory"]:
-        sim = t["simulated"]
-        line, = ax.plot(alphas, t["p1"]["overlap"], label=f"a = {t['a']}: N = ∞ theory")
-        ax.errorbar(alphas, sim["overlap_mean"], yerr=sim["overlap_std"], ls="none", marker="o",
-                    ms=3, capsize=2, color=line.get_color(), label=f"a = {t['a']}: N = {sim['n']}")
+    for k, t in enumerate(res["theory"]):
+        line, = ax.plot(alphas, t["p1"]["overlap"], color=f"C{k}",
+                        label=f"a = {t['a']}: N = ∞ theory (α_BBP {t['p1']['alpha_bbp']:.2f})")
+        for j, sim in enumerate(t["simulated"]):
+            ax.errorbar(alphas, sim["overlap_mean"], yerr=sim["overlap_std"], ls="none",
+                        marker="os^"[j % 3], ms=3, capsize=2, color=line.get_color(),
+                        label=f"a = {t['a']}: N = {sim['n']}")
     ax.set(title="p = p* = 1: simulation vs N = ∞ theory", xlabel="α", ylabel="|m|", ylim=(0, 1))
-    ax.legend(fontsize=8)
+    ax.legend(fontsize=7)
     ax = axes[3]
     lp = res["large_p"]
     for run in lp["runs"]:

@@ -100,11 +100,11 @@ def bbp(
     p: int = typer.Option(2, help="Student width p."),
     p_star: int = typer.Option(1, "--p-star", help="Teacher width p*."),
     trials: int = typer.Option(8, help="Independent instances per point."),
-    validation_n: int = typer.Option(800, "--validation-n", help="N of the p = 1 theory check."),
+    validation_ns: str = typer.Option("200,800", "--validation-ns", help="Ns of the p = 1 theory check."),
     large_ps: str = typer.Option("1,2,4,8", "--large-ps", help="Widths p of the large-p check."),
     large_p_n: int = typer.Option(200, "--large-p-n", help="N of the large-p check."),
     large_p_a: float = typer.Option(1.5, "--large-p-a", help="a of the large-p check."),
-    level: float = typer.Option(0.5, help="Overlap level whose crossing estimates α_BBP(N)."),
+    level: float = typer.Option(0.5, help="Overlap level whose crossing α is reported per N."),
     seed: int = typer.Option(0, help="Random seed."),
     device: str = typer.Option("cpu", help=DEVICE_HELP),
     out: Path = typer.Option(None, help=OUT_HELP),
@@ -115,18 +115,16 @@ def bbp(
 
     kw: dict[str, Any] = dict(ns=_ints(ns, "ns"), a_values=_floats(a, "a"),
                               alphas=_floats(alphas, "alphas"), p=p, p_star=p_star, trials=trials,
-                              validation_n=validation_n, large_ps=_ints(large_ps, "large_ps"),
+                              validation_ns=_ints(validation_ns, "validation_ns"), large_ps=_ints(large_ps, "large_ps"),
                               large_p_n=large_p_n, large_p_a=large_p_a, level=level, seed=seed,
                               device=_device(device))
     res = _run("bbp", lambda progress: probe.figure(progress=progress, **kw), plot_bbp, out)
-    for entry in res["fig1"]:
-        cross = ", ".join(f"N={n}: {v:.2f}" if v is not None else f"N={n}: -"
-                          for n, v in entry["alpha_at_level"].items())
-        console.print(f"a={entry['a']}: α at |m|={level}: {cross}")
     for t in res["theory"]:
+        decay = t.get("below_threshold_decay_exponent")
         console.print(f"a={t['a']}: N=∞ α_BBP p=1 {t['p1']['alpha_bbp']:.3f}, "
                       f"p→∞ {t['p_inf']['alpha_bbp']:.3f} (paper p*(a+1)/2 = "
-                      f"{t['p_inf']['paper_alpha_bbp']:.3f})")
+                      f"{t['p_inf']['paper_alpha_bbp']:.3f})"
+                      + (f"; p=1 |m| below α_BBP ∝ N^{decay:.2f}" if decay is not None else ""))
 
 
 @probe_app.command("fractal")

@@ -8,7 +8,7 @@ from typer.testing import CliRunner
 from optiforge.platform.cli.main import app
 
 TINY = {
-    "bbp": ["--ns", "20,30,40", "--alphas", "0.5,2", "--trials", "2", "--validation-n", "30",
+    "bbp": ["--ns", "20,30,40", "--alphas", "0.5,2", "--trials", "2", "--validation-ns", "30,40",
             "--large-ps", "1,2", "--large-p-n", "20"],
     "fractal": ["--resolution", "64", "--check-inits", "20", "--check-steps", "200"],
     "cco": ["--sweep", "1,50", "--trials", "2", "--phase1-max", "200", "--t2", "50", "--t3", "100"],
