@@ -98,9 +98,11 @@ def plot_fractal(res: dict, path: str | Path) -> Path:
     groups = ["branch_w", "branch_y"]
     x = np.arange(len(groups))
     tot = np.array([max(c["count"][g], 1) for g in groups], float)
-    ax.bar(x - 0.2, [c["converged_below"][g] for g in groups] / tot, 0.4,
+    ax.bar(x - 0.27, [c["converged_below"][g] for g in groups] / tot, 0.27,
            label=f"converged at (1-{c['rel']})η*")
-    ax.bar(x + 0.2, [c["diverged_above"][g] for g in groups] / tot, 0.4,
+    ax.bar(x, [c["count"][g] - c["converged_above"][g] for g in groups] / tot, 0.27,
+           label=f"did not converge at (1+{c['rel']})η*")
+    ax.bar(x + 0.27, [c["diverged_above"][g] for g in groups] / tot, 0.27,
            label=f"diverged at (1+{c['rel']})η*")
     ax.set_xticks(x, [f"η* = 8/(w+√…)\n({c['count']['branch_w']} inits)",
                       f"η* = 1/|y|\n({c['count']['branch_y']} inits)"])
