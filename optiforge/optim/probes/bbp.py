@@ -57,7 +57,8 @@ from scipy.optimize import brentq
 
 from optiforge import validation as check
 
-Progress = Callable[[int, int], None]
+from ._progress import Progress
+
 METHODS = ("auto", "dense", "lanczos")
 DENSE_MAX = 256  # pN up to which "auto" builds the Hessian and calls eigh (Lanczos wins above)
 
@@ -284,6 +285,8 @@ def lowest_eigenpair(problem: SoftCommittee, *, method: str = "auto", riemannian
     (dense up to pN = 256).
     """
     check.choice(method, "method", METHODS)
+    iters = check.integer(iters, "iters", minimum=1)
+    tol = check.positive(tol, "tol")
     dim = problem.p * problem.n
     if method == "dense" or (method == "auto" and dim <= DENSE_MAX):
         h = hessian(problem, riemannian)

@@ -36,14 +36,15 @@ cause-only predictor keeps the test loss near sigma^2/2 under such a shift.
 from __future__ import annotations
 
 import math
-from collections.abc import Callable, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 
 import torch
 
 from optiforge import validation as check
 
-Progress = Callable[[int, int], None]
+from ._progress import Progress
+
 SCHEDULES = ("three_phase", "joint")
 
 

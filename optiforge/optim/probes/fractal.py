@@ -32,7 +32,6 @@ Everything is batched over initialisations and runs on any torch device.
 from __future__ import annotations
 
 import math
-from collections.abc import Callable
 from dataclasses import dataclass
 
 import numpy as np
@@ -40,7 +39,8 @@ import torch
 
 from optiforge import validation as check
 
-Progress = Callable[[int, int], None]
+from ._progress import Progress
+
 NOT_CONVERGED, CONVERGED_POS, CONVERGED_NEG = 0, 1, 2
 DIVERGED_NORM = 1e12  # |u|^2 + |v|^2 beyond this (or inf/nan) counts as divergence
 

@@ -81,6 +81,8 @@ def _run(name: str, compute: Callable[[Callable[[int, int], None]], dict],
             bar.update(handle, completed=done, total=total)
 
         res = compute(progress)
+        total = bar.tasks[0].total or 1
+        bar.update(handle, completed=total, total=total)  # runs may finish before the budget
     res["wall_s"] = round(time.perf_counter() - start, 1)
     png = draw(res, folder / f"{name}.png")
     numbers = {k: v for k, v in res.items() if not hasattr(v, "dtype")}  # numpy arrays stay out
