@@ -136,6 +136,7 @@ def create_campaign(
     cfg = dict(config or {})
     options = _agent_options(cfg)
     cfg.pop("agent", None)
+    study: tuple[Any, dict[str, Any]] | None = None
     if info.kind == "program":
         from optiforge.heuristics import get_task
 
@@ -151,7 +152,7 @@ def create_campaign(
             raise ValueError("rl: RL fine-tuning applies to program agents only")
         if isinstance(options, dict) and llm not in (None, "none"):
             options = {"llm": llm, **options}
-        cfg["study_id"] = _create_study(store, info, space, options, budget, seed, name)
+        study = _validate_study(info, space, options, budget, seed)
         llm = llm or "none"
     if llm != "none":
         spec = parse_spec(llm)  # ValueError naming `llm`
@@ -161,20 +162,23 @@ def create_campaign(
     elif rl == "auto":
         rl = "none"
     cfg.update({"rl": rl, "workers": workers})
+    check.text(name, "name", optional=True)
+    if study is not None:  # everything is valid: only now store the campaign's study
+        sp, clean = study
+        cfg["study_id"] = store.create_study(CAMPAIGN_OWNER, sp.to_dict(), "minimize", agent, clean,
+                                             name=name or "campaign")
     return store.create_campaign(task=task, agent=agent, llm=llm, budget=budget, seed=seed,
                                  executor=executor, config=cfg, name=name)
 
 
-def _create_study(store: Store, info: AgentInfo, space: Any, options: Any, budget: int, seed: int,
-                  name: str | None) -> str:
+def _validate_study(info: AgentInfo, space: Any, options: Any, budget: int,
+                    seed: int) -> tuple[Any, dict[str, Any]]:
     from optiforge.platform.study import validate_study
 
     if options is not None and not isinstance(options, dict):
         raise TypeError(f"agent_options: expected an object, got {type(options).__name__}")
     options = {**info.budget_defaults(budget), **(options or {}), "seed": seed}
-    sp, clean = validate_study(space, "minimize", info.name, options)
-    return store.create_study(CAMPAIGN_OWNER, sp.to_dict(), "minimize", info.name, clean,
-                              name=name or "campaign")
+    return validate_study(space, "minimize", info.name, options)
 
 
 # ---------------------------------------------------------------------------- run

@@ -53,10 +53,19 @@ def test_bad_campaign_settings_name_the_argument(home, replay_file):
         ({"task": "binpacking", "budget": 3, "llm": spec, "executor": "slurm"}, "executor"),
         ({"task": "binpacking", "budget": 3, "llm": spec, "agent": "x"}, "agent"),
         ({"task": "binpacking", "budget": 3, "llm": spec, "rl": "ppo"}, "rl"),
+        ({"task": "branin", "agent": "hollm", "budget": 3, "rl": "grpo"}, "rl"),
+        ({"task": "branin", "agent": "hollm", "budget": 3, "llm": "nonsense"}, "llm"),
+        ({"task": "branin", "agent": "hollm", "budget": 3,
+          "config": {"agent_options": {"m": 0}}}, r"agent_options\.m"),
+        ({"task": "branin", "agent": "random", "budget": 3,
+          "config": {"agent_options": {"m": 3}}}, "agent_options"),
+        ({"task": "binpacking", "agent": "hollm", "budget": 3}, "task"),
+        ({"task": "branin", "agent": "evolution", "budget": 3, "llm": spec}, "task"),
     ]:
         with pytest.raises(ValueError, match=word):
             create_campaign(store, **kwargs)
     assert store.list_campaigns() == []
+    assert store.list_studies() == []  # a refused black-box campaign leaves no study behind
 
 
 @pytest.mark.slow
