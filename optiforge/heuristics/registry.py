@@ -28,6 +28,7 @@ from optiforge.plugins import TASKS_GROUP, entry_point_refs, load_ref
 BUILTIN_TASKS: dict[str, str] = {
     "binpacking": "optiforge.heuristics.binpacking.task:BinPackingTask",
     "tsp": "optiforge.heuristics.tsp.task:TSPTask",
+    "matching": "optiforge.heuristics.matching.task:MatchingTask",
 }
 """Built-in tasks: name -> ``"module:Class"`` of a class constructed with no arguments."""
 

@@ -10,6 +10,7 @@ This package imports only torch (and triton, lazily).
 """
 
 from ._backend import BACKENDS, interpreter_enabled, resolve_backend, set_backend, triton_available
+from .matching import slack_scan
 from .polar import polar_step
 from .sign import BUF_COPY, BUF_EMA, BUF_NONE, sign_stats, sign_update_
 
@@ -24,5 +25,6 @@ __all__ = [
     "set_backend",
     "sign_stats",
     "sign_update_",
+    "slack_scan",
     "triton_available",
 ]

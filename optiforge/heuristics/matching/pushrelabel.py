@@ -53,6 +53,8 @@ Implementation notes and deviations
   and the remaining requests join the exact set.
 * Ties between admissible edges go to the lowest server index, a free server first (as
   in the authors' C++ code).
+* ``bid`` (default off) is an optional speed-up that is not in the paper; see
+  :class:`PushRelabelParams`.
 
 References
 ----------
@@ -65,7 +67,7 @@ References
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
@@ -98,6 +100,14 @@ class PushRelabelParams:
     exact_tail : int
         Freeze push-relabel and solve the last ``exact_tail`` servers' requests exactly
         (the authors' code uses 50; the paper has no such step). 0 turns it off.
+    bid : bool
+        **Not in the paper** (off by default). A push lowers the server's dual by 1 plus
+        the amount that lifts the pushing request's dual to its second-best slack (an
+        auction bid), instead of by 1. Every invariant above still holds (the matched edge
+        stays tight, every other edge of the request stays feasible), so the approximation
+        argument is unchanged; what changes is the number of push/relabel steps: two
+        requests that want one server no longer trade it back and forth one unit at a time.
+        About 5x fewer steps at the same cost (docs/benchmarks/matching.md).
     """
 
     delta: float = 0.001
