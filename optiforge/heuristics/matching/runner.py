@@ -87,6 +87,7 @@ class MatchingRun:
 def default_checkpoints(n_requests: int, batch_size: int, count: int = 10) -> list[int]:
     """About ``count`` prefix sizes, on multiples of ``batch_size`` where possible, ending at
     ``n_requests``."""
+    batch_size = validation.integer(batch_size, "batch_size", minimum=1)
     step = max(1, math.ceil(n_requests / count / batch_size)) * batch_size
     points = list(range(step, n_requests, step)) + [n_requests]
     return points if len(points) > 1 or n_requests < 2 else [n_requests]

@@ -8,7 +8,7 @@ import warnings
 
 import typer
 
-from optiforge.platform.cli import campaign, probe, study  # heavy libraries load lazily, later
+from optiforge.platform.cli import campaign, matching, probe, study  # heavy libraries load lazily, later
 
 # Library chatter (download/conversion progress bars, hub warnings) would drown the campaign's
 # own progress bar; users can still opt back in by setting these themselves.
@@ -32,6 +32,7 @@ app = typer.Typer(
 campaign.register(app)
 study.register(app)
 probe.register(app)
+matching.register(app)
 
 
 def main() -> None:
