@@ -8,7 +8,8 @@ import warnings
 
 import typer
 
-from optiforge.platform.cli import campaign, matching, probe, study  # heavy libraries load lazily, later
+# Heavy libraries load lazily, later.
+from optiforge.platform.cli import campaign, matching, probe, study
 
 # Library chatter (download/conversion progress bars, hub warnings) would drown the campaign's
 # own progress bar; users can still opt back in by setting these themselves.
