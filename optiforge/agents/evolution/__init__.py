@@ -1,14 +1,13 @@
 """CALM-style heuristic evolution: population, prompts, parsing, rewards and the agent."""
 
 from optiforge.agents.evolution.agent import EvolutionAgent, EvolutionConfig, Program, Proposal
+from optiforge.agents.evolution.canonical import code_hash, normalize_code
 from optiforge.agents.evolution.parsing import ParsedResponse, parse_response, signature_params
 from optiforge.agents.evolution.population import (
     PoolEntry,
     Population,
-    code_hash,
     diversity,
     idea_tokens,
-    normalize_code,
 )
 from optiforge.agents.evolution.prompts import OPERATORS, build_prompt
 from optiforge.agents.evolution.rewards import RewardConfig, calm_reward, relative_delta

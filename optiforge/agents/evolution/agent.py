@@ -31,13 +31,9 @@ from typing import Any
 import numpy as np
 
 from optiforge import validation as check
+from optiforge.agents.evolution.canonical import code_hash
 from optiforge.agents.evolution.parsing import parse_response, signature_params
-from optiforge.agents.evolution.population import (
-    PoolEntry,
-    Population,
-    code_hash,
-    collapse_triggered,
-)
+from optiforge.agents.evolution.population import PoolEntry, Population, collapse_triggered
 from optiforge.agents.evolution.prompts import OPERATORS, build_prompt
 from optiforge.agents.evolution.rewards import RewardConfig, calm_reward
 from optiforge.agents.protocols import LLM

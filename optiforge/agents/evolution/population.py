@@ -1,8 +1,8 @@
 """The heuristic pool of the CALM-style evolution agent.
 
-Holds the evolved heuristics (idea, code, score), deduplicates them by a normalised-code
-hash, selects parents, keeps the global component library that injection prompts show,
-and implements CALM's collapse (restart) rule.
+Holds the evolved heuristics (idea, code, score), deduplicates them by a canonical-code
+hash (:mod:`~optiforge.agents.evolution.canonical`), selects parents, keeps the global
+component library that injection prompts show, and implements CALM's collapse (restart) rule.
 
 Scores are optiforge scores: **lower is better** (CALM's performance is ``g = -score``).
 
@@ -15,7 +15,6 @@ Liu et al. "Evolution of Heuristics (EoH)." ICML 2024 (rank weights ``1/(rank+1+
 
 from __future__ import annotations
 
-import ast
 import math
 import re
 from dataclasses import asdict, dataclass, field
@@ -23,7 +22,7 @@ from typing import Any
 
 import numpy as np
 
-from optiforge.types import content_hash
+from optiforge.agents.evolution.canonical import normalize_code
 
 SCORE_RTOL = 1e-9
 """Relative tolerance under which two scores count as equal (same behaviour)."""
@@ -37,58 +36,6 @@ _STOPWORDS = frozenset(
 def scores_equal(a: float, b: float) -> bool:
     """Whether two scores are equal up to :data:`SCORE_RTOL` (absolute floor 1e-12)."""
     return abs(a - b) <= max(SCORE_RTOL * max(abs(a), abs(b)), 1e-12)
-
-
-def _strip_docstrings(tree: ast.AST) -> None:
-    for node in ast.walk(tree):
-        if isinstance(node, ast.arg):
-            node.annotation = None
-        if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)):
-            node.returns = None
-        if isinstance(node, (ast.Module, ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
-            body = node.body
-            if (
-                body
-                and isinstance(body[0], ast.Expr)
-                and isinstance(body[0].value, ast.Constant)
-                and isinstance(body[0].value.value, str)
-            ):
-                # A function whose body is only a docstring still needs a statement.
-                node.body = body[1:] or [ast.Pass()]
-
-
-def normalize_code(code: str) -> str:
-    """Canonical form of a program for deduplication.
-
-    Comments, docstrings, parameter/return annotations, blank lines and formatting are
-    removed by parsing with :mod:`ast` and unparsing (none of them changes behaviour, and
-    small models often drop the template's annotations when copying a function). Code that does not parse is normalised textually (comments and blank
-    lines dropped, trailing whitespace stripped) so it still gets a stable hash.
-
-    Parameters
-    ----------
-    code : str
-        Python source.
-
-    Returns
-    -------
-    str
-        The normalised source.
-    """
-    if not isinstance(code, str):
-        raise TypeError(f"code: expected str, got {type(code).__name__}")
-    try:
-        tree = ast.parse(code)
-    except (SyntaxError, ValueError):
-        lines = [re.sub(r"\s+#.*$", "", ln).rstrip() for ln in code.splitlines()]
-        return "\n".join(ln for ln in lines if ln.strip() and not ln.lstrip().startswith("#"))
-    _strip_docstrings(tree)
-    return ast.unparse(tree)
-
-
-def code_hash(code: str) -> str:
-    """Hash of :func:`normalize_code` (two programs differing only in comments collide)."""
-    return content_hash(normalize_code(code))
 
 
 def idea_tokens(idea: str | None) -> set[str]:
@@ -139,7 +86,7 @@ class PoolEntry:
     Attributes
     ----------
     hash : str
-        :func:`code_hash` of ``code``.
+        :func:`~optiforge.agents.evolution.canonical.code_hash` of ``code``.
     code : str
         Full program source.
     idea : str or None

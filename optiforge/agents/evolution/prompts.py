@@ -24,7 +24,8 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any
 
-from optiforge.agents.evolution.population import PoolEntry, normalize_code
+from optiforge.agents.evolution.canonical import normalize_code
+from optiforge.agents.evolution.population import PoolEntry
 
 OPERATORS = ("initialization", "injection", "replacement", "crossover", "simplification")
 """The LLM operators (the agent also uses ``"seed"`` for the task's seed programs)."""
@@ -61,7 +62,7 @@ def _footer(task: Any, component: bool) -> str:
 
 
 def _show(entry: PoolEntry, label: str, compact: bool) -> str:
-    code = normalize_code(entry.code) if compact else entry.code.strip()
+    code = normalize_code(entry.code, canonical_names=False) if compact else entry.code.strip()
     idea = entry.idea or "(no description)"
     return f"### {label} (score {entry.score:.4g}, lower is better)\n{{{{{idea}}}}}\n```python\n{code}\n```"
 
@@ -74,7 +75,7 @@ def _body(operator: str, task: Any, parents: Sequence[PoolEntry], library: Seque
             ask = ("Create a new algorithm that solves the same problem with a different idea "
                    "from the seed algorithm, aiming for a lower score.")
         else:
-            template = normalize_code(task.template) if compact else task.template.strip()
+            template = normalize_code(task.template, canonical_names=False) if compact else task.template.strip()
             shown = f"### Interface\n```python\n{template}\n```"
             ask = "Design a new heuristic from scratch that implements this interface."
         return f"{shown}\n\n## Your Task\n{ask}", False

@@ -13,7 +13,7 @@ from evo_helpers import (
 )
 
 from optiforge.agents.evolution import EvolutionAgent, EvolutionConfig, Proposal, RewardConfig
-from optiforge.agents.evolution.population import code_hash
+from optiforge.agents.evolution.canonical import code_hash
 from optiforge.types import Evaluation
 
 R = RewardConfig()

@@ -11,8 +11,11 @@ from optiforge.agents.evolution import (
     EvolutionConfig,
     RewardConfig,
     build_prompt,
+    code_hash,
 )
+from optiforge.agents.evolution.population import scores_equal
 from optiforge.heuristics import get_task
+from optiforge.heuristics.binpacking.seeds import BEST_FIT, FIRST_FIT
 from optiforge.heuristics.inprocess import evaluate_in_process
 from optiforge.types import Evaluation
 
@@ -52,10 +55,105 @@ def test_binpacking_round_tiers():
                for x in p.programs)
     base = p.baseline_score
     assert evs[0].score < base and rewards[0] > 1.0
-    assert rewards[1] == R.duplicate or p.parents != [agent.population.seed_hashes[0]]
+    # A verbatim copy of the best-fit seed (the parser prepends `import math` before numpy's
+    # import, which the seed has after it) is the seed: no reward for copying, whoever the parent.
+    best_fit = agent.population.seed_hashes[0]
+    assert p.programs[1].duplicate_of == best_fit and p.programs[1].hash == best_fit
+    assert rewards[1] == R.duplicate
     assert evs[2].score > base and R.duplicate < rewards[2] < 0
     assert rewards[3] == R.invalid
     assert agent.best.hash == p.programs[0].hash
+
+
+def fenced(code: str) -> str:
+    """A response that carries a whole program, imports included."""
+    return f"{{{{The idea of the algorithm is to try this}}}}\n```python\n{code}```\n"
+
+
+SMOOTH = """import numpy as np
+import math
+
+
+def priority(item, bins):
+    waste = bins - item
+    fit = np.array([math.exp(-w / item) for w in waste])
+    return fit - 0.01 * waste
+"""
+# Rewrites of the seeds and of SMOOTH that Python ignores: (the program it copies, response).
+COPIES = {
+    "seed verbatim": (BEST_FIT, fenced(BEST_FIT)),
+    "no math import (the parser prepends it first)": (
+        BEST_FIT, fenced(BEST_FIT.replace("import math\n", ""))),
+    "imports reordered": (FIRST_FIT, fenced(FIRST_FIT.replace(
+        "import numpy as np\nimport math", "import math\nimport numpy as np"))),
+    "imports on one line, repeated": (FIRST_FIT, fenced(FIRST_FIT.replace(
+        "import numpy as np\nimport math", "import numpy as np, math\nimport math"))),
+    "blank lines and comments": (BEST_FIT, fenced(BEST_FIT.replace(
+        "    return", "    # the tightest bin wins\n\n\n    return").replace("item)\n", "item)  # done\n"))),
+    "docstring changed, annotations dropped": (FIRST_FIT, respond(
+        "take the first bin", '    """Lowest index first."""\n    return -np.arange(len(bins), dtype=float)')),
+    "bare code, no fence, a main block": (BEST_FIT, "def priority(item, bins):\n    return -(bins - item)\n\n"
+                                          "if __name__ == '__main__':\n    print(priority(1, [2]))\n"),
+    "locals renamed": (SMOOTH, fenced(SMOOTH.replace("waste", "room").replace("fit", "score")
+                                      .replace(" w ", " r ").replace("(-w", "(-r"))),
+    "locals renamed, imports swapped, commented": (SMOOTH, fenced(
+        SMOOTH.replace("waste", "slack").replace("import numpy as np\nimport math", "import math\nimport numpy as np")
+        .replace("    return", "    # blend\n    return"))),
+}
+# Programs that differ from the seeds and SMOOTH: none may be merged with anything.
+DIFFERENT = {
+    "best fit, changed constant": "    return -(bins - 0.9 * item)",
+    "best fit, changed operator": "    return -(bins + item)",
+    "best fit, sign flipped": "    return bins - item",
+    "first fit, changed constant": "    return -np.arange(len(bins), dtype=float) * 2.0",
+    "first fit, changed operator": "    return -np.arange(len(bins), dtype=float) + item",
+    "smooth, changed constant": SMOOTH.split(":\n", 1)[1].replace("0.01", "0.02").rstrip(),
+    "smooth, changed operator": SMOOTH.split(":\n", 1)[1].replace("fit - 0.01", "fit + 0.01").rstrip(),
+}
+
+
+def evaluated_round(agent, task, known):
+    """One round, scored like the orchestrator: a duplicate reuses the stored evaluation."""
+    p = agent.propose()
+    evs = []
+    for x in p.programs:
+        if x.code is None:
+            evs.append(Evaluation.invalid(x.error))
+            continue
+        if x.hash not in known:
+            known[x.hash] = evaluate_in_process(task, x.code)
+        evs.append(known[x.hash])
+    return p, evs, agent.observe(p, evs)
+
+
+def test_semantic_copies_get_the_duplicate_reward_and_different_programs_do_not():
+    task = get_task("binpacking")
+    new = [fenced(SMOOTH), *(respond("vary", body) for body in DIFFERENT.values())]
+    copies = [response for _, response in COPIES.values()]
+    llm = ScriptedLLM(new + copies)
+    config = EvolutionConfig(operator_weights={"replacement": 1.0}, samples_per_prompt=len(new))
+    agent = EvolutionAgent(task, llm, config, seed=3)
+    known: dict = {}
+    evaluated_round(agent, task, known)
+    seeds = set(agent.population.seed_hashes)
+
+    p, evs, rewards = evaluated_round(agent, task, known)
+    hashes = [x.hash for x in p.programs]
+    assert None not in hashes and len(set(hashes)) == len(new) and not set(hashes) & seeds
+    assert [x.duplicate_of for x in p.programs] == [None] * len(new)
+    for ev, reward in zip(evs, rewards, strict=True):
+        assert ev.valid
+        if not any(scores_equal(ev.score, s) for s in p.parent_scores):
+            assert reward != R.duplicate
+    assert hashes[0] == code_hash(SMOOTH)
+
+    agent.config.samples_per_prompt = len(copies)
+    p, _, rewards = evaluated_round(agent, task, known)
+    expected = {BEST_FIT: code_hash(BEST_FIT), FIRST_FIT: code_hash(FIRST_FIT), SMOOTH: code_hash(SMOOTH)}
+    for (name, (original, _)), prog, reward in zip(COPIES.items(), p.programs, rewards, strict=True):
+        assert prog.code is not None, name
+        assert prog.duplicate_of == expected[original], name
+        assert reward == R.duplicate, name
 
 
 def test_tsp_round():
