@@ -12,7 +12,13 @@ from evo_helpers import (
     respond,
 )
 
-from optiforge.agents.evolution import EvolutionAgent, EvolutionConfig, Proposal, RewardConfig
+from optiforge.agents.evolution import (
+    EvolutionAgent,
+    EvolutionConfig,
+    Proposal,
+    RewardConfig,
+    relative_delta,
+)
 from optiforge.agents.evolution.canonical import code_hash
 from optiforge.types import Evaluation
 
@@ -74,19 +80,22 @@ def test_round_rewards_on_every_tier_and_llm_call():
 
 
 def test_worse_rewards_negative_and_counter_grows():
-    task = worst_seed_task()
-    llm = ScriptedLLM([IMPROVE, WORSE_THAN_BF])
-    agent = EvolutionAgent(task, llm, EvolutionConfig(samples_per_prompt=1, operator_weights={"replacement": 1.0}, collapse_C=100, delta0=0.0))
+    # Best fit is the only seed, so the replacement prompt's parent (h_base) is best fit.
+    task = TinyBinPacking(seeds={"best_fit": BEST_FIT})
+    slack_30 = WORSE_THAN_BF.replace("- 20", "- 30")
+    llm = ScriptedLLM([WORSE_THAN_BF, slack_30])
+    cfg = EvolutionConfig(samples_per_prompt=1, operator_weights={"replacement": 1.0}, collapse_C=100, delta0=0.0)
+    agent = EvolutionAgent(task, llm, cfg)
     run_round(agent, task)
-    run_round(agent, task)
-    assert agent.counter == 0
+    best_fit = evaluate_code(task, BEST_FIT).score
     p, evs, rewards = run_round(agent, task)
-    assert evs[0].valid
-    if p.baseline_score < evs[0].score:
-        assert R.duplicate < rewards[0] < 0
-    else:
-        assert rewards[0] > 1.0 or rewards[0] == R.duplicate
-    assert agent.counter == (0 if evs[0].score < evaluate_code(task, BEST_FIT).score else 1)
+    assert p.parents == [code_hash(BEST_FIT)] and p.baseline_score == best_fit
+    assert evs[0].valid and evs[0].score > best_fit
+    assert R.duplicate < rewards[0] < 0
+    assert rewards[0] == pytest.approx(-R.worse_weight * relative_delta(evs[0].score, best_fit))
+    assert agent.counter == 1
+    run_round(agent, task)  # worse than best fit again, whichever parent: no new best
+    assert agent.counter == 2 and agent.best.hash == code_hash(BEST_FIT)
 
 
 def test_batch_and_history_duplicates(task):
@@ -112,24 +121,30 @@ def test_injection_component_library_shown_in_later_prompts(task):
     assert "- quadratic waste penalty" in p2.prompt
 
 
-def test_collapse_after_C_stagnant_rounds(task):
+def test_collapse_after_C_stagnant_rounds():
+    # Slack 5 beats the worst-fit seed, each later slack is worse: one new best, then 3 stagnant rounds.
+    task = worst_seed_task()
     variants = [respond(f"slack {k}", f"    return -np.abs(bins - item - {k})") for k in range(5, 60, 5)]
     llm = ScriptedLLM(variants)
     agent = EvolutionAgent(task, llm, EvolutionConfig(samples_per_prompt=1, operator_weights={"replacement": 1.0}, delta0=0.0, collapse_C=3))
-    run_round(agent, task)
-    best_before = agent.best.hash
+    observed: dict[str, float] = {}
+    p, evs, _ = run_round(agent, task)
+    seed = p.programs[0].hash
     stagnant = 0
     while not agent.collapse_rounds:
         size_before = len(agent.population)
         prev_best = agent.best.score
-        run_round(agent, task)
+        p, evs, _ = run_round(agent, task)
+        observed.update({x.hash: ev.score for x, ev in zip(p.programs, evs, strict=True) if ev.valid})
         stagnant = 0 if agent.best.score < prev_best else stagnant + 1
         assert agent.round < 20
     assert stagnant == 3 and agent.counter == 0
-    assert size_before >= 2
-    seeds = set(agent.population.seed_hashes)
-    assert set(agent.population.entries) == seeds | {agent.best.hash}
-    assert agent.best.hash == best_before or agent.best.operator == "replacement"
+    assert size_before == 4  # the seed and all three LLM programs, before the collapse
+    # The collapse keeps the seed and the best program ever observed (here an LLM's, not the seed).
+    best = min(observed, key=observed.get)
+    assert best != seed and observed[best] < evaluate_code(task, WORST_FIT).score
+    assert set(agent.population.entries) == {seed, best}
+    assert agent.best.hash == best
 
 
 def test_state_dict_round_trip_gives_identical_next_proposals(task):
