@@ -73,9 +73,8 @@ def test_ray_executor_matches_local() -> None:
 
 def test_task_specific_splits_are_accepted() -> None:
     task = get_task("binpacking")
-    extra = [n for n in task.datasets() if n.startswith("or")][:1] if hasattr(task, "datasets") else []
-    if not extra:
-        pytest.skip("binpacking offers no extra splits")
+    extra = [n for n in task.datasets() if n.startswith("or")][:1]
+    assert extra, "binpacking lost its OR-library datasets"
     with make_executor("local", workers=1, limits=SandboxLimits(timeout_s=60.0)) as ex:
         [ev] = ex.evaluate("binpacking", [task.seeds[task.baseline]], extra[0])
         assert ev.valid, ev.error
