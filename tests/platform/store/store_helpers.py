@@ -8,7 +8,6 @@ from pathlib import Path
 import optiforge
 from optiforge.platform.store import Store
 
-PG_ENV = "OPTIFORGE_TEST_POSTGRES_URL"
 REPO_ROOT = Path(optiforge.__file__).resolve().parent.parent
 HERE = Path(__file__).resolve().parent
 

@@ -260,3 +260,11 @@ def test_best_candidates_bad_k(store: Store) -> None:
     cid = make_campaign(store)
     with pytest.raises(ValueError, match="k"):
         store.best_candidates(cid, k=0)
+
+
+@pytest.mark.parametrize("attempt", [1, 2])
+def test_each_test_gets_its_own_database(store: Store, attempt: int) -> None:
+    # storage_url hands every test a fresh database: the other attempt's campaign is not here.
+    assert store.list_campaigns() == []
+    make_campaign(store, name=f"attempt {attempt}")
+    assert [c.name for c in store.list_campaigns()] == [f"attempt {attempt}"]

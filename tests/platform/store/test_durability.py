@@ -48,25 +48,25 @@ def _spawn(url: str, cid: str, n_rounds: int, mode: str) -> subprocess.Popen:
     )
 
 
-def test_sigkill_right_after_record_round_loses_nothing(store: Store, store_url: str) -> None:
+def test_sigkill_right_after_record_round_loses_nothing(store: Store, storage_url: str) -> None:
     cid = make_campaign(store)
-    proc = _spawn(store_url, cid, 4, "suicide")
+    proc = _spawn(storage_url, cid, 4, "suicide")
     out, err = proc.communicate(timeout=120)
     assert proc.returncode == -signal.SIGKILL, err
     acknowledged = [int(x) for x in out.split()]
     assert acknowledged == [0, 1, 2, 3]
-    reopened = Store(store_url)
+    reopened = Store(storage_url)
     assert _assert_rounds_complete(reopened, cid, acknowledged) == {0, 1, 2, 3}
     reopened.close()
 
 
-def test_sigkill_mid_write_leaves_whole_rounds_only(store: Store, store_url: str) -> None:
+def test_sigkill_mid_write_leaves_whole_rounds_only(store: Store, storage_url: str) -> None:
     """Kill writers at random moments (often inside a transaction); then resume writing."""
     cid = make_campaign(store)
     rng = random.Random(1234)
     acknowledged: list[int] = []
     for _attempt in range(3):
-        proc = _spawn(store_url, cid, 0, "loop")
+        proc = _spawn(storage_url, cid, 0, "loop")
         # Let it acknowledge at least one round, then kill at a random point in the next ones.
         first = proc.stdout.readline()
         assert first.strip(), proc.stderr.read()
@@ -111,7 +111,7 @@ def test_exception_mid_transaction_stores_nothing_of_the_round(store: Store) -> 
     assert len(store.candidates(cid)) == 3 and store.latest_agent_state(cid) == (0, {"x": 1})
 
 
-def test_writes_are_visible_to_a_new_process_immediately(store: Store, store_url: str) -> None:
+def test_writes_are_visible_to_a_new_process_immediately(store: Store, storage_url: str) -> None:
     cid = make_campaign(store)
     store.record_round(cid, 0, [CandidateIn("h", "seed", "c", valid=True, score=2.0)])
     code = (
@@ -119,7 +119,7 @@ def test_writes_are_visible_to_a_new_process_immediately(store: Store, store_url
         "s = Store(sys.argv[1]); c = s.candidates(sys.argv[2]); "
         "print(len(c), c[0].score)"
     )
-    out = subprocess.run([sys.executable, "-c", code, store_url, cid], capture_output=True,
+    out = subprocess.run([sys.executable, "-c", code, storage_url, cid], capture_output=True,
                          text=True, env=subprocess_env(), timeout=60, check=True).stdout
     assert out.split() == ["1", "2.0"]
 

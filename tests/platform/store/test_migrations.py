@@ -29,8 +29,8 @@ def _head() -> str:
     return ScriptDirectory(str(MIGRATIONS_DIR)).get_current_head()
 
 
-def test_open_creates_schema_at_head(scratch_url: str) -> None:
-    store = Store(scratch_url)
+def test_open_creates_schema_at_head(storage_url: str) -> None:
+    store = Store(storage_url)
     tables = set(inspect(store.engine).get_table_names())
     assert TABLES | {VERSION_TABLE} <= tables
     with store.engine.connect() as conn:
@@ -38,9 +38,9 @@ def test_open_creates_schema_at_head(scratch_url: str) -> None:
     store.close()
 
 
-def test_migrations_match_models(scratch_url: str) -> None:
+def test_migrations_match_models(storage_url: str) -> None:
     """Autogenerate finds nothing to do: the migrations build exactly the declared schema."""
-    store = Store(scratch_url)
+    store = Store(storage_url)
     with store.engine.connect() as conn:
         ctx = MigrationContext.configure(conn, opts={"compare_type": True,
                                                      "version_table": VERSION_TABLE})
@@ -49,8 +49,8 @@ def test_migrations_match_models(scratch_url: str) -> None:
     assert diff == []
 
 
-def test_downgrade_and_upgrade_round_trip(scratch_url: str) -> None:
-    store = Store(scratch_url)
+def test_downgrade_and_upgrade_round_trip(storage_url: str) -> None:
+    store = Store(storage_url)
     cid = store.create_campaign(task="t", agent="evolution", llm="m", budget=1, seed=0,
                                 executor="local")
     downgrade(store.engine, "base")
@@ -71,26 +71,26 @@ def _open_store(url: str, barrier, results) -> None:
         results.put(f"error: {exc!r}")
 
 
-def test_concurrent_first_open_migrates_once(scratch_url: str) -> None:
+def test_concurrent_first_open_migrates_once(storage_url: str) -> None:
     ctx = mp.get_context("fork" if "fork" in mp.get_all_start_methods() else "spawn")
     barrier, results = ctx.Barrier(4), ctx.Queue()
-    procs = [ctx.Process(target=_open_store, args=(scratch_url, barrier, results)) for _ in range(4)]
+    procs = [ctx.Process(target=_open_store, args=(storage_url, barrier, results)) for _ in range(4)]
     for p in procs:
         p.start()
     got = [results.get(timeout=120) for _ in procs]
     for p in procs:
         p.join(timeout=60)
     assert not [g for g in got if g.startswith("error")], got
-    engine = make_engine(scratch_url)
+    engine = make_engine(storage_url)
     with engine.connect() as conn:
         assert conn.execute(text(f"SELECT version_num FROM {VERSION_TABLE}")).scalars().all() == [_head()]
         assert conn.execute(text("SELECT count(*) FROM campaigns")).scalar() == 4
     engine.dispose()
 
 
-def test_reopening_does_not_rerun_migrations(store: Store, store_url: str) -> None:
+def test_reopening_does_not_rerun_migrations(store: Store, storage_url: str) -> None:
     cid = store.create_campaign(task="t", agent="a", llm="m", budget=1, seed=0, executor="local")
-    again = Store(store_url)
+    again = Store(storage_url)
     assert again.get_campaign(cid).task == "t"
     again.close()
 

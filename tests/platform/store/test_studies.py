@@ -157,7 +157,7 @@ def test_concurrent_threads_number_trials_without_gaps_or_duplicates(store: Stor
     assert len(store.trials(sid)) == sum(map(sum, plans.values()))
 
 
-def test_concurrent_processes_number_trials_without_gaps_or_duplicates(store: Store, store_url: str) -> None:
+def test_concurrent_processes_number_trials_without_gaps_or_duplicates(store: Store, storage_url: str) -> None:
     sid = _study(store)
     # fork: children start in milliseconds (no re-import) and inherit the parent's open Store,
     # which must not leak its pooled connections into them (see base._after_fork_in_child).
@@ -165,7 +165,7 @@ def test_concurrent_processes_number_trials_without_gaps_or_duplicates(store: St
     barrier, results = ctx.Barrier(8), ctx.Queue()
     rng = random.Random(1)
     plans = {w: [rng.randint(1, 3) for _ in range(10)] for w in range(8)}
-    procs = [ctx.Process(target=create_trials_worker, args=(store_url, sid, w, plans[w], barrier, results))
+    procs = [ctx.Process(target=create_trials_worker, args=(storage_url, sid, w, plans[w], barrier, results))
              for w in plans]
     for p in procs:
         p.start()

@@ -1,0 +1,69 @@
+"""Fixtures shared by the whole suite: a fresh database per test on each store backend, and an
+event-based wait (tests wait for what they need to see, never for a fixed time)."""
+
+from __future__ import annotations
+
+import os
+import time
+import uuid
+from collections.abc import Callable, Iterator
+from typing import TypeVar
+
+import pytest
+
+PG_ENV = "OPTIFORGE_TEST_POSTGRES_URL"
+T = TypeVar("T")
+
+
+@pytest.fixture(params=["sqlite", pytest.param("postgres", marks=pytest.mark.postgres)])
+def storage_url(request: pytest.FixtureRequest, tmp_path) -> Iterator[str]:
+    """A SQLAlchemy URL of a brand-new, empty database, once per store backend.
+
+    The test runs twice: on a SQLite file in its ``tmp_path``, and on PostgreSQL in a database
+    created for it (``optiforge_t_<random>``, dropped afterwards, even if connections are still
+    open) on the server named by ``OPTIFORGE_TEST_POSTGRES_URL``. The PostgreSQL run is skipped
+    when that variable is unset; start a server and get its URL with ``scripts/postgres.sh``.
+    Each test sees only its own rows, so tests may count what they wrote. The role in the URL
+    needs ``CREATEDB``.
+    """
+    if request.param == "sqlite":
+        yield f"sqlite:///{tmp_path / 'store.db'}"
+        return
+    base_url = os.environ.get(PG_ENV)
+    if not base_url:
+        pytest.skip(f"{PG_ENV} not set (start a server with scripts/postgres.sh)")
+    from sqlalchemy import create_engine, text
+    from sqlalchemy.engine import make_url
+
+    base = make_url(base_url)
+    name = f"optiforge_t_{uuid.uuid4().hex[:12]}"
+    admin = create_engine(base, isolation_level="AUTOCOMMIT")
+    with admin.connect() as conn:
+        conn.execute(text(f'CREATE DATABASE "{name}"'))
+    try:
+        yield base.set(database=name).render_as_string(hide_password=False)
+    finally:
+        with admin.connect() as conn:
+            conn.execute(text(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)'))
+        admin.dispose()
+
+
+def _wait_for(condition: Callable[[], T], what: str, timeout: float = 300.0, every: float = 0.05) -> T:
+    deadline = time.monotonic() + timeout
+    while True:
+        value = condition()
+        if value:
+            return value
+        if time.monotonic() > deadline:
+            raise AssertionError(f"timed out after {timeout:.0f} s waiting for {what}")
+        time.sleep(every)
+
+
+@pytest.fixture
+def wait_for() -> Callable[..., object]:
+    """``wait_for(condition, what, timeout=300)``: poll ``condition()`` until it is truthy.
+
+    Returns the truthy value. The timeout is a generous guard against hangs on a loaded
+    machine, not a speed requirement: when it expires the test fails naming ``what``.
+    """
+    return _wait_for
