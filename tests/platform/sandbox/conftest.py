@@ -1,7 +1,9 @@
 from __future__ import annotations
 
 import os
+import socket
 import sys
+import threading
 from pathlib import Path
 
 import pytest
@@ -36,3 +38,28 @@ def bare_sandbox() -> Sandbox:
 
 def is_root() -> bool:
     return os.geteuid() == 0
+
+
+@pytest.fixture
+def loopback_server():
+    """A TCP server on 127.0.0.1: yields (port, accepted connections), accepting in order."""
+    server = socket.create_server(("127.0.0.1", 0))
+    server.settimeout(0.2)
+    accepted: list[object] = []
+    stop = threading.Event()
+
+    def serve() -> None:
+        while not stop.is_set():
+            try:
+                conn, _ = server.accept()
+            except OSError:
+                continue
+            accepted.append(conn)
+            conn.close()
+
+    thread = threading.Thread(target=serve, daemon=True)
+    thread.start()
+    yield server.getsockname()[1], accepted
+    stop.set()
+    thread.join()
+    server.close()

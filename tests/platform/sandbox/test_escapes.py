@@ -8,7 +8,6 @@ from __future__ import annotations
 
 import os
 import socket
-import threading
 import time
 import uuid
 from pathlib import Path
@@ -59,9 +58,13 @@ def test_no_new_processes(request: pytest.FixtureRequest, program: str) -> None:
 
 
 def test_threads_cannot_be_started(request: pytest.FixtureRequest) -> None:
+    # A kernel wall (RLIMIT_NPROC counts threads), so it holds without the audit hook too. As
+    # non-root, only the default sandbox runs here; the unprivileged probe in test_sandbox.py
+    # covers the bare one.
     program = "import threading\nthreading.Thread(target=lambda: None).start()\n" + SPT
-    for sb in _both(request)[1:]:  # a kernel wall (RLIMIT_NPROC counts threads)
-        assert not sb.run(program, TASK, "train").ok
+    for sb in _both(request):
+        r = sb.run(program, TASK, "train")
+        assert not r.ok and "can't start new thread" in r.error, r.error
 
 
 # -- time -----------------------------------------------------------------------------------
@@ -84,14 +87,15 @@ def test_runaway_programs_are_killed_on_time(sandbox: Sandbox, program: str, kin
     [ev] = evaluate_programs(sandbox, TASK, [program], "train")
     elapsed = time.monotonic() - start
     assert not ev.valid and ev.score is None
+    assert ev.error.split(":")[0] in kinds, ev.error  # stopped by a limit, not by finishing
     r = sandbox.run("def priority(p):\n    return p\n", TASK, "train")  # the worker is still usable
     assert r.ok
-    assert elapsed < sandbox.limits.timeout_s + 2.0
-    assert ev.error.split(":")[0] in kinds, ev.error
+    # A generous bound (a loaded machine is slow), far below the 1000 s the programs would run.
+    assert elapsed < 20 * sandbox.limits.timeout_s
 
 
 @root_only
-def test_timeout_kills_the_whole_process_group() -> None:
+def test_timeout_kills_the_whole_process_group(wait_for) -> None:
     # Without the uid drop and the audit hook, root may fork: the grandchild must still die.
     limits = SandboxLimits(timeout_s=1.5, drop_privileges=False, audit_hook=False)
     program = """
@@ -107,8 +111,14 @@ time.sleep(1000)
         r = sb.run(program, TASK, "train")
     assert r.killed == "timeout"
     pid = int(r.stdout.split("GRANDCHILD")[1].split()[0])
-    time.sleep(0.2)
-    assert not Path(f"/proc/{pid}").exists() or "Z" in Path(f"/proc/{pid}/stat").read_text().split()[2]
+    wait_for(lambda: _dead(pid), f"the grandchild {pid} to die", timeout=60)
+
+
+def _dead(pid: int) -> bool:
+    try:
+        return Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0] in ("Z", "X")
+    except (FileNotFoundError, ProcessLookupError):
+        return True
 
 
 # -- memory ---------------------------------------------------------------------------------
@@ -128,38 +138,11 @@ def test_memory_hogs_are_stopped(sandbox: Sandbox, program: str) -> None:
 
 
 # -- network --------------------------------------------------------------------------------
-@pytest.fixture
-def loopback_server():
-    server = socket.create_server(("127.0.0.1", 0))
-    server.settimeout(0.2)
-    accepted: list[object] = []
-    stop = threading.Event()
-
-    def serve() -> None:
-        while not stop.is_set():
-            try:
-                conn, _ = server.accept()
-            except OSError:
-                continue
-            accepted.append(conn)
-            conn.close()
-
-    thread = threading.Thread(target=serve, daemon=True)
-    thread.start()
-    yield server.getsockname()[1], accepted
-    stop.set()
-    thread.join()
-    server.close()
-
-
-def test_network_is_unreachable(request: pytest.FixtureRequest, loopback_server) -> None:
+def test_network_is_unreachable(request: pytest.FixtureRequest, loopback_server, wait_for) -> None:
     port, accepted = loopback_server
     # Control: the server really accepts connections from this (trusted) process.
-    socket.create_connection(("127.0.0.1", port), timeout=2).close()
-    deadline = time.monotonic() + 2
-    while not accepted and time.monotonic() < deadline:
-        time.sleep(0.01)
-    assert len(accepted) == 1
+    socket.create_connection(("127.0.0.1", port), timeout=30).close()
+    wait_for(lambda: len(accepted) == 1, "the control connection")
     program = f"""
 import socket
 s = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
@@ -171,8 +154,11 @@ s.sendall(b"exfiltrated")
         r = sb.run(program, TASK, "train")
         assert not r.ok
         assert "PermissionError" in r.error or "OSError" in r.error or "Connection" in r.error, r.error
-    time.sleep(0.3)
-    assert len(accepted) == 1  # nothing from the sandbox got through
+    # Nothing from the sandbox got through: the server accepts in order, so once a second
+    # control connection is accepted, any earlier one from the sandbox would have been too.
+    socket.create_connection(("127.0.0.1", port), timeout=30).close()
+    wait_for(lambda: len(accepted) >= 2, "the second control connection")
+    assert len(accepted) == 2
 
 
 # -- files ----------------------------------------------------------------------------------
@@ -362,7 +348,7 @@ def test_ctypes_is_blocked(sandbox: Sandbox) -> None:
 
 
 # -- degraded mode (no namespaces: what a machine without them gets) ------------------------
-def test_without_namespaces_the_audit_hook_and_rlimits_still_hold(loopback_server) -> None:
+def test_without_namespaces_the_audit_hook_and_rlimits_still_hold(loopback_server, wait_for) -> None:
     port, accepted = loopback_server
     target = Path("/tmp") / f"optiforge-escape-{uuid.uuid4().hex}"
     attempts = {
@@ -385,5 +371,8 @@ def test_without_namespaces_the_audit_hook_and_rlimits_still_hold(loopback_serve
         assert r.ok, r.error
         job_dir = Path(r.stdout.strip())
         assert sb._all[0].proc.pid == pid
-    assert not target.exists() and not accepted
+    assert not target.exists()
     assert not job_dir.exists()  # the per-program private dir is removed afterwards
+    socket.create_connection(("127.0.0.1", port), timeout=30).close()
+    wait_for(lambda: accepted, "the control connection")
+    assert len(accepted) == 1  # only the control got through

@@ -2,20 +2,10 @@
 
 from __future__ import annotations
 
-import json
 import os
-import shutil
 import signal
-import socket
-import stat
-import subprocess
-import sys
-import tempfile
-import uuid
-from pathlib import Path
 
 import pytest
-from conftest import wait_for as _wait_for
 from sandbox_fixture_tasks import LPT, SPT, TASK
 
 from optiforge.heuristics import get_task
@@ -34,7 +24,7 @@ def test_run_returns_the_json_solution(sandbox: Sandbox) -> None:
     assert r.ok and r.error is None and r.killed is None
     task = get_task(TASK)
     assert r.solution == task.solve(lambda p: p, task.inputs("train"))
-    assert 0 < r.runtime_s < 3.0
+    assert 0 < r.runtime_s < sandbox.limits.timeout_s  # measured, and within the limit
 
 
 def test_task_imports_are_prepended(sandbox: Sandbox) -> None:
@@ -131,67 +121,8 @@ def test_protections_are_reported(sandbox: Sandbox) -> None:
         assert p["uid_drop"] == 65534 and not p["user_namespace"]
         assert p["network_namespace"] and p["mount_namespace"] and p["private_tmp"]
     else:
-        # Without root there is no uid to drop to; the user-namespace mode is tested below.
+        # Without root there is no uid to drop to (test_user_namespace.py tests this mode).
         assert p["uid_drop"] is None
-
-
-def _unprivileged_prefix() -> list[str]:
-    """The command prefix that runs a process as an unprivileged user (none when we are one)."""
-    if os.geteuid() != 0:
-        return []
-    if shutil.which("setpriv") is None:
-        pytest.skip("running the sandbox as an unprivileged user needs setpriv (util-linux)")
-    for path in (Path(__file__).resolve().parents[3], Path(sys.executable)):
-        for part in [path, *path.parents]:
-            mode = part.stat().st_mode
-            if not mode & (stat.S_IXOTH if part.is_dir() else stat.S_IROTH):
-                pytest.skip(f"uid 65534 cannot reach {part} (mode {stat.filemode(mode)}), so it "
-                            "cannot run this checkout's sandbox")
-    return ["setpriv", "--reuid=65534", "--regid=65534", "--clear-groups"]
-
-
-def test_user_namespace_mode_holds_for_an_unprivileged_user(loopback_server) -> None:
-    """The sandbox started by a non-root user: user + network + mount namespaces and RLIMIT_NPROC,
-    each escape blocked with and without the audit hook."""
-    prefix = _unprivileged_prefix()
-    port, accepted = loopback_server
-    home = Path(tempfile.mkdtemp(prefix="optiforge-unpriv-home-"))
-    target = Path("/tmp") / f"optiforge-escape-{uuid.uuid4().hex}"
-    secret = home / "secret.txt"
-    secret.write_text("unprivileged-home-secret-41")
-    secret.chmod(0o644)
-    if prefix:
-        os.chown(home, 65534, 65534)
-        os.chown(secret, 65534, 65534)
-    env = {**os.environ, "HOME": str(home), "PYTHONPATH": str(Path(__file__).resolve().parents[3])}
-    probe = Path(__file__).with_name("unprivileged_probe.py")
-    try:
-        r = subprocess.run([*prefix, sys.executable, str(probe), str(port), str(target), str(secret)],
-                           capture_output=True, text=True, env=env, cwd=home, timeout=300)
-        assert r.returncode == 0, r.stderr
-        out = json.loads(r.stdout.strip().splitlines()[-1])
-        assert out["euid"] != 0
-        if not out["modes"]["default"]["protections"]["user_namespace"]:
-            pytest.skip("unprivileged user namespaces are disabled on this machine "
-                        "(kernel.unprivileged_userns_clone=0 or AppArmor's "
-                        "restrict_unprivileged_userns), so the sandbox cannot use them")
-        for mode, result in out["modes"].items():
-            p = result["protections"]
-            assert p["user_namespace"] and p["network_namespace"] and p["mount_namespace"], mode
-            assert p["private_tmp"] and p["no_new_processes"] and p["uid_drop"] is None, mode
-            assert p["network"] == "namespace" and p["audit_hook"] == (mode == "default")
-            for name, run in result["runs"].items():
-                assert not run["ok"], (mode, name, run)
-                assert "unprivileged-home-secret-41" not in run["stdout"], (mode, name)
-            assert result["control_ok"] and result["zygote_alive"], mode
-        assert not target.exists(), "the sandbox wrote to the real /tmp"
-        # Nothing connected: a connection from here is the first the server accepts.
-        socket.create_connection(("127.0.0.1", port), timeout=30).close()
-        _wait_for(lambda: accepted, "the control connection")
-        assert len(accepted) == 1
-    finally:
-        target.unlink(missing_ok=True)
-        shutil.rmtree(home, ignore_errors=True)
 
 
 def test_dead_zygote_is_restarted_transparently(sandbox: Sandbox) -> None:

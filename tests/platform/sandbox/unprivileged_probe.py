@@ -1,4 +1,4 @@
-"""Run by test_sandbox.py as an UNPRIVILEGED user: start the sandbox, try a few escapes, print JSON.
+"""Run by test_user_namespace.py as an UNPRIVILEGED user: start the sandbox, try a few escapes, print JSON.
 
 As a non-root user the sandbox cannot drop to another uid; its walls are a user namespace (with
 network and mount namespaces inside it), RLIMIT_NPROC and, optionally, the audit hook. Each
@@ -34,6 +34,7 @@ def main() -> None:
     out: dict = {"euid": os.geteuid(), "modes": {}}
     for mode, hook in (("default", True), ("bare", False)):
         limits = SandboxLimits(timeout_s=20.0, memory_mb=1024, audit_hook=hook)
+        # socket is preloaded so that the attempt reaches the walls rather than failing to import.
         with Sandbox(workers=1, limits=limits, preload=["socket", "threading"]) as sb:
             zygote = sb._all[0].proc.pid
             runs = {name: sb.run(code + SPT, TASK, "train") for name, code in attempts.items()}
