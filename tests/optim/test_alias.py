@@ -1,3 +1,6 @@
+import io
+import math
+
 import pytest
 import torch
 
@@ -18,7 +21,7 @@ def test_loss_decreases_without_a_learning_rate(task, trainer, variant):
     assert opt.last_step_size[0] > 100 * 1e-6
 
 
-def test_quadratic_converges_close_to_the_tuned_sign_descent():
+def test_quadratic_without_tuning_beats_most_of_a_tuned_sign_descent_grid():
     # f(x) = 0.5 sum h_i x_i^2: an L_inf-smooth convex problem.
     torch.manual_seed(0)
     h = torch.rand(200) + 0.1
@@ -45,10 +48,14 @@ def test_quadratic_converges_close_to_the_tuned_sign_descent():
         return lambda ps: SignSGD(ps, lr=lr)
 
     f0 = (0.5 * h * x0 * x0).sum().item()
-    best_tuned = min(run(sign_sgd(lr)) for lr in (1e-1, 3e-2, 1e-2, 3e-3, 1e-3))
+    grid = [run(sign_sgd(lr)) for lr in (1e-1, 3e-2, 1e-2, 3e-3, 1e-3)]
     alias = run(lambda ps: ALIAS(ps))
-    assert alias < 1e-2 * f0
-    assert alias < 10 * best_tuned + 1e-3 * f0
+    # Measured: f0 66.7; the grid ends at 0.20, 0.018, 0.0020, 14.2, 41.8; ALIAS at 0.031. With
+    # no learning rate it gains over three orders of magnitude, beats most learning rates of the
+    # grid, and gets most (~74 %) of the best tuned run's orders of magnitude.
+    assert alias < 1e-3 * f0
+    assert sum(alias < g for g in grid) >= 3
+    assert math.log(f0 / alias) > 0.65 * math.log(f0 / min(grid))
 
 
 def test_option_two_uses_the_known_gap_and_round_trips():
@@ -70,12 +77,23 @@ def test_option_two_uses_the_known_gap_and_round_trips():
     for _ in range(299):
         opt.step(closure)
     assert closure().item() < 1e-2 * f0
-    # The gap travels with the state: a restored optimizer steps without a closure.
-    again = ALIAS([x], lower_bound=0.0)
-    again.load_state_dict(opt.state_dict())
+    # The gap travels with the state: a restored optimizer steps without a closure, exactly as
+    # the original would.
+    y = torch.nn.Parameter(x.detach().clone())
+    again = ALIAS([y], lower_bound=0.0)
+    checkpoint = io.BytesIO()  # a real save/load: an in-memory state_dict shares its tensors
+    torch.save(opt.state_dict(), checkpoint)
+    checkpoint.seek(0)
+    again.load_state_dict(torch.load(checkpoint))
     assert again.param_groups[0]["alias"]["gap"] == pytest.approx(f0)
     closure()
+    (0.5 * (h * y * y).sum()).backward()
+    assert torch.equal(x.grad, y.grad)
+    before = x.detach().clone()
+    opt.step()
     again.step()
+    assert torch.equal(y, x) and not torch.equal(x, before)
+    assert again.last_step_size == opt.last_step_size
 
 
 def test_option_two_needs_the_first_loss_and_a_bound_below_it():
@@ -134,20 +152,33 @@ def test_majority_vote():
         majority_vote([])
 
 
+def _noisy_quadratic(rank: int, distributed: bool) -> tuple[torch.Tensor, float, torch.Tensor]:
+    """20 ALIAS steps (Option II) on 0.5||x - t||^2, each worker seeing its own gradient noise.
+
+    A probe step of 0.1 rather than the default 1e-6: at a tiny step the noise dominates the
+    first smoothness estimate and the step never grows within 20 steps (measured).
+    """
+    torch.manual_seed(0)
+    target = torch.randn(50)
+    x = torch.nn.Parameter(torch.zeros(50))
+    opt = ALIAS([x], distributed=distributed, lower_bound=0.0, gamma0=0.1)
+    gen = torch.Generator().manual_seed(100 + rank)  # each worker sees different noise
+
+    def closure():
+        x.grad = x.detach() - target + 0.5 * torch.randn(50, generator=gen)
+        return 0.5 * float(((x.detach() - target) ** 2).sum())
+
+    for _ in range(20):
+        opt.step(closure)
+    return x.detach(), opt.last_step_size[0], target
+
+
 def _worker(rank: int, world: int, init_file: str, out_file: str) -> None:
     import torch.distributed as dist
 
     dist.init_process_group("gloo", init_method=f"file://{init_file}", rank=rank, world_size=world)
-    torch.manual_seed(0)
-    target = torch.randn(50)
-    x = torch.nn.Parameter(torch.zeros(50))
-    opt = ALIAS([x], distributed=True)
-    gen = torch.Generator().manual_seed(100 + rank)  # each worker sees different noise
-    for _ in range(20):
-        opt.zero_grad()
-        x.grad = x.detach() - target + 0.5 * torch.randn(50, generator=gen)
-        opt.step()
-    torch.save({"x": x.detach(), "gamma": opt.last_step_size[0]}, f"{out_file}.{rank}")
+    x, gamma, _ = _noisy_quadratic(rank, distributed=True)
+    torch.save({"x": x, "gamma": gamma}, f"{out_file}.{rank}")
     dist.destroy_process_group()
 
 
@@ -161,6 +192,10 @@ def test_distributed_majority_vote_keeps_workers_identical(tmp_path):
     res = [torch.load(f"{out}.{r}") for r in range(world)]
     for r in res[1:]:
         assert torch.equal(r["x"], res[0]["x"]) and r["gamma"] == res[0]["gamma"]
-    torch.manual_seed(0)
-    target = torch.randn(50)
-    assert (res[0]["x"] - target).norm() < target.norm()
+    # The vote averages the workers' noise away: the voted run ends closer to the optimum than
+    # any worker alone (measured: 13 % of the start distance left; alone 16-18 %).
+    alone = [_noisy_quadratic(rank, distributed=False) for rank in range(world)]
+    target = alone[0][2]
+    voted = float((res[0]["x"] - target).norm() / target.norm())
+    assert voted < 0.5
+    assert voted < min(float((x - target).norm() / target.norm()) for x, _, _ in alone)
