@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import contextlib
 import importlib.util
 import socket
 import subprocess
@@ -105,12 +106,13 @@ def test_unknown_model_name_is_a_clear_error(server):
 
 
 def test_rejected_request_is_not_retried(server):
-    llm = OpenAILLM(server, MODEL, max_retries=5, backoff=5.0)
-    t0 = time.monotonic()
-    # llama.cpp has no runtime LoRA endpoint: a 4xx that must surface at once, unretried.
-    with pytest.raises(LLMRequestError, match="HTTP 404") as err:
-        llm.load_adapter("v1", path="/tmp/adapter")
-    assert err.value.status_code == 404 and time.monotonic() - t0 < 5.0
+    # llama.cpp has no runtime LoRA endpoint: a 4xx that must surface at once, unretried. The
+    # counting proxy shows how many requests reached the server.
+    with _proxy(server, fail=0) as (url, handler):
+        llm = OpenAILLM(url, MODEL, max_retries=5, backoff=5.0)
+        with pytest.raises(LLMRequestError, match="HTTP 404") as err:
+            llm.load_adapter("v1", path="/tmp/adapter")
+        assert err.value.status_code == 404 and handler.seen == 1
     assert llm.model == MODEL
 
 
@@ -157,21 +159,28 @@ class _FlakyProxy(BaseHTTPRequestHandler):
         pass
 
 
-def test_overloaded_server_is_retried_until_it_answers(server):
-    upstream = server.rsplit("/v1", 1)[0]
-    handler = type("Flaky", (_FlakyProxy,), {"upstream": upstream, "fail": 2, "seen": 0})
+@contextlib.contextmanager
+def _proxy(server: str, fail: int):
+    """A _FlakyProxy in front of ``server``: yields (its base URL, its handler class)."""
+    handler = type("Flaky", (_FlakyProxy,), {"upstream": server.rsplit("/v1", 1)[0], "fail": fail,
+                                              "seen": 0})
     proxy = ThreadingHTTPServer(("127.0.0.1", 0), handler)
     threading.Thread(target=proxy.serve_forever, daemon=True).start()
     try:
-        llm = OpenAILLM(f"http://127.0.0.1:{proxy.server_address[1]}/v1", MODEL, max_retries=3, backoff=0.01)
+        yield f"http://127.0.0.1:{proxy.server_address[1]}/v1", handler
+    finally:
+        proxy.shutdown()
+
+
+def test_overloaded_server_is_retried_until_it_answers(server):
+    with _proxy(server, fail=2) as (url, handler):
+        llm = OpenAILLM(url, MODEL, max_retries=3, backoff=0.01)
         out = llm.generate(["Name a prime number."], max_new_tokens=4, temperature=0)
         assert out[0][0].text and handler.seen == 3
         handler.seen, handler.fail = 0, 10
         with pytest.raises(LLMServerError, match="HTTP 503: overloaded"):
             llm.generate(["Name a prime number."], max_new_tokens=4, temperature=0)
         assert handler.seen == 4  # 1 try + 3 retries
-    finally:
-        proxy.shutdown()
 
 
 def test_bad_constructor_arguments():
