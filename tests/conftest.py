@@ -43,9 +43,25 @@ def storage_url(request: pytest.FixtureRequest, tmp_path) -> Iterator[str]:
     try:
         yield base.set(database=name).render_as_string(hide_password=False)
     finally:
-        with admin.connect() as conn:
-            conn.execute(text(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)'))
+        _drop_database(admin, name)
         admin.dispose()
+
+
+def _drop_database(admin, name: str) -> None:
+    from sqlalchemy import text
+    from sqlalchemy.exc import DBAPIError
+
+    # FORCE ends the test's leftover connections; it cannot end an autovacuum worker that just
+    # entered the new database (a superuser's), so retry until that one has left.
+    for attempt in range(60):
+        try:
+            with admin.connect() as conn:
+                conn.execute(text(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)'))
+            return
+        except DBAPIError:
+            if attempt == 59:
+                raise
+            time.sleep(0.5)
 
 
 def _wait_for(condition: Callable[[], T], what: str, timeout: float = 300.0, every: float = 0.05) -> T:

@@ -7,10 +7,12 @@ import os
 import signal
 import subprocess
 import sys
-import time
+from pathlib import Path
 
 import pytest
 
+from optiforge.blackbox import get_blackbox_task
+from optiforge.platform.campaigns import campaign_summary
 from optiforge.platform.store import Store
 
 CLI = [sys.executable, "-m", "optiforge.platform.cli"]
@@ -54,30 +56,40 @@ def test_evaluate_json(home, tmp_path):
     assert r.returncode == 1 and json.loads(r.stdout)["valid"] is False
 
 
-def test_kill_9_and_resume_loses_nothing(home, tmp_path):
+def _start(args: list[str], log: Path) -> subprocess.Popen:
+    """Start ``optiforge <args>`` in its own session (as a terminal would), output to ``log``.
+
+    Never a pipe nobody reads: a full pipe would block the campaign's progress output.
+    """
+    with open(log, "w") as out:
+        return subprocess.Popen([*CLI, *args], stdout=out, stderr=subprocess.STDOUT, text=True,
+                                start_new_session=True)
+
+
+def _only_campaign(store: Store) -> str | None:
+    campaigns = store.list_campaigns()
+    return campaigns[0].id if campaigns else None
+
+
+def _unique_replay(tmp_path: Path, n: int) -> Path:
     # Every response a distinct program, so every round really runs the sandbox and the
-    # campaign is still going when it is killed (duplicates would make rounds near-instant).
-    budget = 120
+    # campaign is still going when it is stopped (duplicates would make rounds near-instant).
     replay = tmp_path / "unique.jsonl"
     replay.write_text("".join(
         json.dumps({"text": "{The idea of the algorithm is to penalise slack.}\n```python\n"
                             f"def priority(item, bins):\n    return -(bins - item) - {k / 1000} * bins\n```"})
-        + "\n" for k in range(budget)))
-    proc = subprocess.Popen(
-        [*CLI, "campaign", "run", "--task", "binpacking", "--budget", str(budget),
-         "--llm", f"replay:{replay}", "--workers", "1"],
-        stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
-    )
+        + "\n" for k in range(n)))
+    return replay
+
+
+def test_kill_9_and_resume_loses_nothing(home, tmp_path, wait_for):
+    budget = 120
+    replay = _unique_replay(tmp_path, budget)
+    proc = _start(["campaign", "run", "--task", "binpacking", "--budget", str(budget),
+                   "--llm", f"replay:{replay}", "--workers", "1"], tmp_path / "run.log")
     store = Store()
-    deadline = time.time() + 240
-    cid = None
-    while time.time() < deadline:
-        campaigns = store.list_campaigns()
-        if campaigns and store.rounds_done(campaigns[0].id) >= 3:
-            cid = campaigns[0].id
-            break
-        time.sleep(0.05)
-    assert cid is not None, "campaign made no progress"
+    cid = wait_for(lambda: (c := _only_campaign(store)) and store.rounds_done(c) >= 3 and c,
+                   "3 committed rounds")
     os.kill(proc.pid, signal.SIGKILL)
     proc.wait()
     before = {(c.id, c.hash, c.score, c.valid) for c in store.candidates(cid)}
@@ -107,3 +119,117 @@ def test_kill_9_and_resume_loses_nothing(home, tmp_path):
     assert (out / "evaluations.csv").read_text().splitlines()[0].startswith("round,operator")
     listed = json.loads(_cli("campaign", "list", "--json").stdout)
     assert [c["id"] for c in listed] == [cid]
+
+
+def _summary(cid: str) -> dict:
+    """``campaign show --json``, as the user reads it."""
+    r = _cli("campaign", "show", cid, "--json")
+    assert r.returncode == 0, r.stderr
+    return json.loads(r.stdout)
+
+
+def _evaluations(store: Store) -> int:
+    # The same summary `campaign show --json` prints, read in process: polling through the CLI
+    # costs seconds per call, long enough for a short campaign to finish unobserved.
+    cid = _only_campaign(store)
+    return 0 if cid is None else campaign_summary(store, cid)["evaluations"]
+
+
+def test_hollm_campaign_killed_and_resumed_spends_its_budget_exactly(home, tmp_path, wait_for):
+    budget = 40
+    proc = _start(["campaign", "run", "--task", "ackley-5", "--agent", "hollm", "--budget",
+                   str(budget), "--seed", "3"], tmp_path / "run.log")
+    store = Store()
+    wait_for(lambda: _evaluations(store) >= 10, "10 evaluations")
+    os.kill(proc.pid, signal.SIGKILL)
+    proc.wait()
+    cid = _only_campaign(store)
+    killed = _summary(cid)
+    assert killed["status"] == "running" and 10 <= killed["evaluations"] < budget, killed
+    study = killed["study_id"]
+    before = [(t.number, t.params, t.value) for t in store.trials(study, ["complete"])]
+
+    r = _cli("campaign", "resume", cid)
+    assert r.returncode == 0, r.stdout + r.stderr
+    done = _summary(cid)
+    assert done["status"] == "finished" and done["evaluations"] == budget
+    assert done["running"] == 0 and done["failed"] == 0
+    out = tmp_path / "export"
+    assert _cli("campaign", "export", cid, "--out", str(out)).returncode == 0
+    rows = json.loads((out / "evaluations.json").read_text())
+    # Exactly the budget: no evaluation lost, none run twice, every value the true objective.
+    assert [row["id"] for row in rows] == list(range(budget))
+    assert all(row["state"] == "complete" for row in rows)
+    assert len({json.dumps(row["params"], sort_keys=True) for row in rows}) == budget
+    task = get_blackbox_task("ackley-5")
+    assert all(row["value"] == pytest.approx(task(row["params"])) for row in rows)
+    after = {row["id"]: (row["params"], row["value"]) for row in rows}
+    assert all(after[n] == (params, value) for n, params, value in before)  # kept unchanged
+    assert done["best"][0]["value"] == min(row["value"] for row in rows)
+
+
+def test_ctrl_c_marks_the_campaign_interrupted_and_says_how_to_resume(home, tmp_path, wait_for):
+    budget = 120
+    replay = _unique_replay(tmp_path, budget)
+    log = tmp_path / "run.log"
+    proc = _start(["campaign", "run", "--task", "binpacking", "--budget", str(budget),
+                   "--llm", f"replay:{replay}", "--workers", "1"], log)
+    store = Store()
+    cid = wait_for(lambda: (c := _only_campaign(store)) and store.rounds_done(c) >= 2 and c,
+                   "2 committed rounds")
+    os.killpg(proc.pid, signal.SIGINT)  # Ctrl-C reaches the terminal's whole process group
+    assert proc.wait(timeout=120) == 130
+    text = log.read_text()
+    assert f"interrupted; resume with: optiforge campaign resume {cid}" in text
+    assert "Traceback" not in text
+    shown = _summary(cid)
+    assert shown["status"] == "interrupted" and shown["generated"] < budget
+    r = _cli("campaign", "resume", cid)
+    assert r.returncode == 0, r.stdout + r.stderr
+    assert _summary(cid)["status"] == "finished"
+
+
+def test_tasks_lists_heuristic_and_blackbox_tasks(home):
+    r = _cli("tasks", "--json")
+    assert r.returncode == 0, r.stderr
+    rows = {row["name"]: row for row in json.loads(r.stdout)}
+    assert rows["binpacking"]["kind"] == "heuristic" and rows["binpacking"]["entry_point"] == "priority"
+    assert rows["binpacking"]["baseline"] == "best_fit"
+    assert rows["tsp"]["kind"] == "heuristic"
+    assert {"ackley", "branin"} <= {n for n, row in rows.items() if row["kind"] == "blackbox"}
+    table = _cli("tasks")
+    assert table.returncode == 0 and all(name in table.stdout for name in ("binpacking", "tsp", "ackley"))
+
+
+def test_hollm_options_are_applied(home, tmp_path):
+    options = {"proposer": "sobol", "predictor": "random", "b": 3}
+    r = _cli("campaign", "run", "--task", "branin", "--agent", "hollm", "--budget", "7",
+             "--options", json.dumps(options))
+    assert r.returncode == 0, r.stdout + r.stderr
+    cid = _only_campaign(Store())
+    shown = _summary(cid)
+    assert shown["config"]["agent_options"] == options and shown["evaluations"] == 7
+    study = _cli("study", "show", shown["study_id"], "--json")
+    assert study.returncode == 0, study.stderr
+    assert {k: json.loads(study.stdout)["study"]["agent_options"][k] for k in options} == options
+    bad = _cli("campaign", "run", "--task", "branin", "--agent", "hollm", "--budget", "3",
+               "--options", '{"proposer": "nope"}')
+    assert bad.returncode == 2 and "proposer" in bad.stderr and "Traceback" not in bad.stderr
+
+
+@pytest.mark.slow
+def test_make_run_command_line(home):
+    """`make run`'s exact arguments (RUN_ARGS in the Makefile), with `--budget 4` appended:
+    one round of the default campaign (bundled NF4 model, GRPO on) instead of four, for time."""
+    makefile = (Path(__file__).resolve().parents[3] / "Makefile").read_text()
+    run_args = next(ln.split("?=", 1)[1].split() for ln in makefile.splitlines()
+                    if ln.startswith("RUN_ARGS"))
+    assert "--budget" in run_args
+    r = _cli("campaign", "run", *run_args, "--budget", "4", timeout=1200)
+    assert r.returncode == 0, r.stdout[-3000:] + r.stderr[-3000:]
+    cid = _only_campaign(Store())
+    shown = _summary(cid)
+    assert shown["status"] == "finished" and shown["generated"] == 4
+    assert shown["llm"] == "smollm2" and shown["config"]["rl"] == "grpo"
+    assert shown["best"] and shown["best"][0]["test_score"] is not None
+    assert f"campaign id: {cid}" in r.stdout and "gap vs baseline" in r.stdout

@@ -13,8 +13,8 @@ import uuid
 from pathlib import Path
 
 import pytest
-from conftest import SECRET, SECRET_ENV, is_root
 from sandbox_fixture_tasks import LPT, SPT, TASK
+from sandbox_helpers import SECRET, SECRET_ENV, is_root
 
 from optiforge.heuristics import get_task
 from optiforge.platform.sandbox import Sandbox, SandboxLimits, evaluate_programs
