@@ -196,9 +196,9 @@ def test_tasks_lists_heuristic_and_blackbox_tasks(home):
     assert rows["binpacking"]["kind"] == "heuristic" and rows["binpacking"]["entry_point"] == "priority"
     assert rows["binpacking"]["baseline"] == "best_fit"
     assert rows["tsp"]["kind"] == "heuristic"
-    assert {"ackley", "branin"} <= {n for n, row in rows.items() if row["kind"] == "blackbox"}
+    assert {"ackley-20", "branin"} <= {n for n, row in rows.items() if row["kind"] == "blackbox"}
     table = _cli("tasks")
-    assert table.returncode == 0 and all(name in table.stdout for name in ("binpacking", "tsp", "ackley"))
+    assert table.returncode == 0 and all(name in table.stdout for name in ("binpacking", "tsp", "ackley-20"))
 
 
 def test_hollm_options_are_applied(home, tmp_path):
@@ -209,7 +209,7 @@ def test_hollm_options_are_applied(home, tmp_path):
     cid = _only_campaign(Store())
     shown = _summary(cid)
     assert shown["config"]["agent_options"] == options and shown["evaluations"] == 7
-    study = _cli("study", "show", shown["study_id"], "--json")
+    study = _cli("study", "show", shown["study_id"])  # JSON output
     assert study.returncode == 0, study.stderr
     assert {k: json.loads(study.stdout)["study"]["agent_options"][k] for k in options} == options
     bad = _cli("campaign", "run", "--task", "branin", "--agent", "hollm", "--budget", "3",
