@@ -87,9 +87,9 @@ def test_revoke_every_token_of_an_owner(store: Store) -> None:
         store.revoke_owner_tokens(f"nobody-{uuid.uuid4().hex[:8]}")
 
 
-def test_tokens_made_before_revision_0002_keep_working(scratch_url: str) -> None:
+def test_tokens_made_before_revision_0002_keep_working(storage_url: str) -> None:
     """A database at the previous revision: its tokens get ids and stay valid after upgrade."""
-    engine = make_engine(scratch_url)
+    engine = make_engine(storage_url)
     upgrade(engine, "0001")
     now = datetime.now(timezone.utc)
     stamp = now.replace(tzinfo=None) if engine.dialect.name == "sqlite" else now
@@ -101,7 +101,7 @@ def test_tokens_made_before_revision_0002_keep_working(scratch_url: str) -> None
                          {"h": hashlib.sha256(token.encode()).hexdigest(), "o": owner, "c": stamp})
     engine.dispose()
 
-    store = Store(scratch_url)  # opening migrates to head
+    store = Store(storage_url)  # opening migrates to head
     with store.engine.connect() as conn:
         assert current_revision(conn) == "0002"
     assert {o: store.owner_for_token(t) for o, t in plaintexts.items()} == {"alice": "alice", "bob": "bob"}
