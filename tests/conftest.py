@@ -7,6 +7,8 @@ import os
 import time
 import uuid
 from collections.abc import Callable, Iterator
+from contextlib import contextmanager
+from pathlib import Path
 from typing import TypeVar
 
 import pytest
@@ -15,19 +17,20 @@ PG_ENV = "OPTIFORGE_TEST_POSTGRES_URL"
 T = TypeVar("T")
 
 
-@pytest.fixture(params=["sqlite", pytest.param("postgres", marks=pytest.mark.postgres)])
-def storage_url(request: pytest.FixtureRequest, tmp_path) -> Iterator[str]:
-    """A SQLAlchemy URL of a brand-new, empty database, once per store backend.
+BACKENDS = ["sqlite", pytest.param("postgres", marks=pytest.mark.postgres)]
 
-    The test runs twice: on a SQLite file in its ``tmp_path``, and on PostgreSQL in a database
-    created for it (``optiforge_t_<random>``, dropped afterwards, even if connections are still
-    open) on the server named by ``OPTIFORGE_TEST_POSTGRES_URL``. The PostgreSQL run is skipped
-    when that variable is unset; start a server and get its URL with ``scripts/postgres.sh``.
-    Each test sees only its own rows, so tests may count what they wrote. The role in the URL
-    needs ``CREATEDB``.
+
+@contextmanager
+def fresh_database(backend: str, folder: Path) -> Iterator[str]:
+    """A SQLAlchemy URL of a brand-new, empty database on ``backend`` (dropped afterwards).
+
+    ``"sqlite"``: a file in ``folder``. ``"postgres"``: a database created for the caller
+    (``optiforge_t_<random>``, dropped afterwards even if connections are still open) on the
+    server named by ``OPTIFORGE_TEST_POSTGRES_URL``; skipped when that variable is unset (start
+    a server and get its URL with ``scripts/postgres.sh``). The role in the URL needs ``CREATEDB``.
     """
-    if request.param == "sqlite":
-        yield f"sqlite:///{tmp_path / 'store.db'}"
+    if backend == "sqlite":
+        yield f"sqlite:///{folder / 'store.db'}"
         return
     base_url = os.environ.get(PG_ENV)
     if not base_url:
@@ -45,6 +48,24 @@ def storage_url(request: pytest.FixtureRequest, tmp_path) -> Iterator[str]:
     finally:
         _drop_database(admin, name)
         admin.dispose()
+
+
+@pytest.fixture(params=BACKENDS)
+def storage_url(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[str]:
+    """A fresh, empty database per test, once per store backend (SQLite, PostgreSQL).
+
+    Each test sees only its own rows, so tests may count what they wrote.
+    """
+    with fresh_database(request.param, tmp_path) as url:
+        yield url
+
+
+@pytest.fixture(scope="module", params=BACKENDS)
+def module_storage_url(request: pytest.FixtureRequest,
+                       tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
+    """:func:`storage_url` shared by a module's tests (e.g. behind one real server)."""
+    with fresh_database(request.param, tmp_path_factory.mktemp("db")) as url:
+        yield url
 
 
 def _drop_database(admin, name: str) -> None:

@@ -33,8 +33,9 @@ def _free_port() -> int:
 
 
 @pytest.fixture(scope="module")
-def server(tmp_path_factory):
-    store = Store(f"sqlite:///{tmp_path_factory.mktemp('api') / 'api.db'}")
+def server(module_storage_url):
+    """The real service in this process (a thread), on SQLite and on PostgreSQL."""
+    store = Store(module_storage_url)
     port = _free_port()
     # Eight workers of one owner ask at once in the slow test: the operator allows it.
     limits = ServiceLimits(max_asks_per_owner=8, max_concurrent_asks=8)

@@ -11,8 +11,9 @@ SPACE = {"x": {"type": "float", "low": -5, "high": 10}, "n": {"type": "int", "lo
 
 
 @pytest.fixture
-def store(tmp_path):
-    return Store(f"sqlite:///{tmp_path / 'bb.db'}")
+def store(storage_url):
+    """Every study test runs on SQLite and on PostgreSQL (a fresh database each)."""
+    return Store(storage_url)
 
 
 def f(p):

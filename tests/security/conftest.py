@@ -6,21 +6,14 @@
 
 from __future__ import annotations
 
-import os
-from collections.abc import Iterator
-
 import pytest
-from service_helpers import PG_ENV, start_server
+from service_helpers import start_server
 
 
-@pytest.fixture(scope="module", params=["sqlite", pytest.param("postgres", marks=pytest.mark.postgres)])
-def storage_url(request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
-    if request.param == "postgres":
-        if not os.environ.get(PG_ENV):
-            pytest.skip(f"{PG_ENV} not set (run scripts/postgres.sh)")
-        yield os.environ[PG_ENV]
-    else:
-        yield f"sqlite:///{tmp_path_factory.mktemp('svc') / 'store.db'}"
+@pytest.fixture(scope="module")
+def storage_url(module_storage_url: str) -> str:
+    """One fresh database per module and backend, shared by the module's server."""
+    return module_storage_url
 
 
 @pytest.fixture(scope="module")

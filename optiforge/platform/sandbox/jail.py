@@ -143,21 +143,37 @@ def _confine_filesystem(policy: Policy, job: Job) -> str:
     unshare(CLONE_NEWNS)
     # Private propagation: our tmpfs mounts must not leak back into the host's mount table.
     mount(None, "/", None, MS_REC | MS_PRIVATE)
-    size = f"size={job.max_file_mb}m"
-    for directory in policy.writable_dirs:
-        mount("tmpfs", directory, "tmpfs", MS_NOSUID | MS_NODEV, f"{size},mode=1777")
-    for hidden in policy.hidden:
-        _hide(hidden, [p for p in policy.keep if _inside(p, hidden)])
+    cover_filesystem(policy, f"size={job.max_file_mb}m")
     os.mkdir(PRIVATE_DIR, 0o700)
     os.chdir(PRIVATE_DIR)
     return PRIVATE_DIR
 
 
-def _hide(hidden: str, keep: list[str]) -> None:
+def cover_filesystem(policy: Policy, size: str) -> None:
+    """Private tmpfs over the world-writable dirs, read-only empty tmpfs over the hidden ones.
+
+    In a fresh mount namespace. Paths the interpreter needs (``policy.keep``) that lie under a
+    covered dir are bound back read-only, so a virtualenv or checkout under ``/tmp`` or the
+    home keeps working. A hidden dir inside a writable one (a ``HOME`` under ``/tmp``) is
+    already covered by that dir's tmpfs, so it is skipped rather than looked up in the new,
+    empty tmpfs (where it no longer exists).
+    """
+    for directory in policy.writable_dirs:
+        _cover(directory, _kept_inside(policy, directory), f"{size},mode=1777", read_only=False)
+    for hidden in policy.hidden:
+        if not any(_inside(hidden, w) for w in policy.writable_dirs):
+            _cover(hidden, _kept_inside(policy, hidden), "size=1m,mode=755", read_only=True)
+
+
+def _kept_inside(policy: Policy, directory: str) -> list[str]:
+    return [p for p in policy.keep if _inside(p, directory) and p != directory]
+
+
+def _cover(directory: str, keep: list[str], options: str, *, read_only: bool) -> None:
     # Keep handles on what the interpreter still needs before the tmpfs covers it, then bind
     # them back read-only at the same paths (via /proc/self/fd, which resolves the handle).
     handles = [(p, os.open(p, os.O_PATH), os.path.isdir(p)) for p in keep]
-    mount("tmpfs", hidden, "tmpfs", MS_NOSUID | MS_NODEV, "size=1m,mode=755")
+    mount("tmpfs", directory, "tmpfs", MS_NOSUID | MS_NODEV, options)
     for path, fd, is_dir in handles:
         if is_dir:
             os.makedirs(path, exist_ok=True)
@@ -167,7 +183,8 @@ def _hide(hidden: str, keep: list[str]) -> None:
         mount(f"/proc/self/fd/{fd}", path, None, MS_BIND | MS_REC)
         mount(None, path, None, MS_REMOUNT | MS_BIND | MS_RDONLY)
         os.close(fd)
-    mount(None, hidden, None, MS_REMOUNT | MS_RDONLY | MS_NOSUID | MS_NODEV, "size=1m,mode=755")
+    if read_only:
+        mount(None, directory, None, MS_REMOUNT | MS_RDONLY | MS_NOSUID | MS_NODEV, options)
 
 
 def _drop_identity(policy: Policy, private: str) -> None:

@@ -118,10 +118,7 @@ class Zygote:
             try:
                 jail.unshare(jail.CLONE_NEWNS)
                 jail.mount(None, "/", None, jail.MS_REC | jail.MS_PRIVATE)
-                for directory in policy.writable_dirs:
-                    jail.mount("tmpfs", directory, "tmpfs", jail.MS_NOSUID | jail.MS_NODEV, "size=1m")
-                for hidden in policy.hidden:
-                    jail._hide(hidden, [p for p in policy.keep if jail._inside(p, hidden)])
+                jail.cover_filesystem(policy, "size=1m")
                 os._exit(0)
             except BaseException:  # noqa: BLE001
                 os._exit(1)

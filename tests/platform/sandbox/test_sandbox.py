@@ -155,14 +155,21 @@ def test_closed_sandbox_refuses_runs() -> None:
         assert not os.path.exists(f"/proc/{pid}")
 
 
-@pytest.mark.xfail(strict=True, raises=AssertionError, reason=(
-    "known bug: a HOME inside a world-writable dir (CI runners often use /tmp/...) vanishes under "
-    "that dir's private tmpfs before it is hidden, the mount probe fails, and the sandbox silently "
-    "runs without a mount namespace"))
 def test_a_home_under_tmp_keeps_the_mount_namespace(sandbox: Sandbox, tmp_path,
                                                    monkeypatch: pytest.MonkeyPatch) -> None:
     if not sandbox.protections["mount_namespace"]:
         pytest.skip("no mount namespace on this machine, whatever HOME is")
+    """A HOME inside a world-writable dir (CI runners often use /tmp/...) once vanished under
+    that dir's private tmpfs before it could be hidden: the probe failed and the sandbox ran
+    without a mount namespace. Now the home is covered by the tmpfs and stays unreadable."""
+    secret = tmp_path / "secret.txt"
+    secret.write_text("the caller's secret")
     monkeypatch.setenv("HOME", str(tmp_path))
+    probe = (f"try:\n    print('READ', open({str(secret)!r}).read())\n"
+             "except OSError as exc:\n    print('DENIED', type(exc).__name__)\n"
+             "open('scratch.txt', 'w').write('x')\n" + SPT)
     with Sandbox(workers=1, limits=SandboxLimits(timeout_s=10.0)) as sb:
-        assert sb.protections["mount_namespace"]
+        assert sb.protections["mount_namespace"] and sb.protections["private_tmp"]
+        r = sb.run(probe, TASK, "train")
+    assert r.ok, r.error  # the program still runs and writes in its private dir
+    assert "DENIED" in r.stdout and "the caller's secret" not in r.stdout
