@@ -104,3 +104,19 @@ def wait_for() -> Callable[..., object]:
     machine, not a speed requirement: when it expires the test fails naming ``what``.
     """
     return _wait_for
+
+
+@pytest.fixture(autouse=True, scope="session")
+def _private_default_home(tmp_path_factory: pytest.TempPathFactory) -> Iterator[None]:
+    """No test writes into the checkout's ``./.optiforge``: the default home is a temp dir.
+
+    Tests that need their own home still set ``OPTIFORGE_HOME`` (the ``home`` fixtures);
+    CLI subprocesses inherit this one.
+    """
+    old = os.environ.get("OPTIFORGE_HOME")
+    os.environ["OPTIFORGE_HOME"] = str(tmp_path_factory.mktemp("default-home"))
+    yield
+    if old is None:
+        os.environ.pop("OPTIFORGE_HOME", None)
+    else:
+        os.environ["OPTIFORGE_HOME"] = old
