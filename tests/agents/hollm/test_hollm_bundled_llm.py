@@ -11,7 +11,7 @@ from optiforge.blackbox import get_blackbox_task
 def test_llm_proposer_with_the_bundled_model():
     from optiforge.platform.llm import from_spec
 
-    llm = from_spec("smollm2:none")
+    llm = from_spec("smollm2")  # the NF4 default that users run
     task = get_blackbox_task("branin")
     agent = HOLLMAgent(task.space, {"n_initial": 3, "m": 2, "k": 2, "b": 2, "retries": 0,
                                     "context_points": 8}, llm=llm, seed=0)
