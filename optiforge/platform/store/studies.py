@@ -117,6 +117,14 @@ class StudiesMixin(StoreBase):
         with self._read() as s:
             return [_study(r) for r in s.scalars(q)]
 
+    def count_studies(self, owner: str | None = None) -> int:
+        """How many studies (of ``owner``, or all) :meth:`list_studies` pages through."""
+        q = select(func.count()).select_from(StudyRow)
+        if owner is not None:
+            q = q.where(StudyRow.owner == v.text(owner, "owner"))
+        with self._read() as s:
+            return s.scalar(q)
+
     def _insert_trials(self, s: Session, sid: str, params: list[dict[str, Any]], state: str,
                        value: float | None) -> list[Trial]:
         n = len(params)
