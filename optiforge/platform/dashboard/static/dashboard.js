@@ -131,7 +131,7 @@
         {x: q.points.x, y: q.points.y, mode: "markers", name: "trials",
          text: q.points.number.map(function (n, i) { return "trial " + n + ": " + q.points.state[i]; }),
          hoverinfo: "text",
-         marker: {size: 6, color: q.points.value, colorscale: "Viridis", reversescale: d.direction !== "maximize",
+         marker: {size: 6, color: q.points.value, colorscale: "Viridis", reversescale: d.direction === "maximize",
                   showscale: true, colorbar: {title: {text: "value"}}, line: {width: 0.5, color: "#222"}}}
       ], {xaxis: Object.assign({title: {text: plain(q.names[0])}}, axisTicks(q.ticks[0])),
           yaxis: Object.assign({title: {text: plain(q.names[1])}, scaleanchor: "x"}, axisTicks(q.ticks[1]))});
