@@ -13,7 +13,7 @@ from pathlib import Path
 from typing import Any
 
 from optiforge.agents.registry import get_agent
-from optiforge.platform.store import Campaign, Candidate, Store
+from optiforge.platform.store import Campaign, CandidateOutline, Store
 
 SEED_OPERATOR = "seed"
 """The operator of a task's seed heuristics: stored candidates no LLM wrote (not budget)."""
@@ -86,7 +86,7 @@ def _blackbox_summary(store: Store, study_id: str, history: bool = False) -> dic
     return out
 
 
-def _history(cands: list[Candidate], collapse_rounds: list[int]) -> dict[str, Any]:
+def _history(cands: list[CandidateOutline], collapse_rounds: list[int]) -> dict[str, Any]:
     """The best valid score after each stored candidate, against LLM-written programs so far
     (the seeds sit at 0), and where each collapse happened on that axis."""
     generated, after_round, n = [], {}, 0
@@ -100,8 +100,11 @@ def _history(cands: list[Candidate], collapse_rounds: list[int]) -> dict[str, An
 
 
 def _program_summary(store: Store, campaign_id: str, history: bool = False) -> dict[str, Any]:
-    cands = store.candidates(campaign_id)
+    cands = store.candidate_outlines(campaign_id)
     generated = [x for x in cands if x.operator != SEED_OPERATOR]
+    first: dict[str, int] = {}  # each program's first candidate number (what the pages link to)
+    for x in reversed(cands):
+        first[x.hash] = x.number
     by_op: dict[str, dict[str, int]] = {}
     rewards_by_round: dict[int, list[float]] = {}
     for x in generated:
@@ -126,7 +129,7 @@ def _program_summary(store: Store, campaign_id: str, history: bool = False) -> d
         "evaluations": len(cands),
         "valid_rate": (sum(bool(x.valid) for x in generated) / len(generated)) if generated else None,
         "operators": by_op,
-        "best": [{"hash": b.hash, "score": b.score, "idea": b.idea, "operator": b.operator,
+        "best": [{"hash": b.hash, "number": first.get(b.hash), "score": b.score, "idea": b.idea, "operator": b.operator,
                   "round": b.round, "test_score": tests[b.hash].score if b.hash in tests else None,
                   "code": b.code} for b in best],
         "reward_trend": [{"round": r, "mean_reward": sum(v) / len(v)}
@@ -136,7 +139,9 @@ def _program_summary(store: Store, campaign_id: str, history: bool = False) -> d
         "test_split": test_split,
         "baseline_test": baseline,
         "collapse_rounds": collapses,
-        "pool": state.get("population", {}).get("entries", []),
+        "pool": [{**e, "number": first.get(e["hash"]),
+                  "parent_numbers": [first.get(p) for p in e.get("parents", [])]}
+                 for e in state.get("population", {}).get("entries", [])],
     }
     if history:
         out["history"] = _history(cands, collapses)

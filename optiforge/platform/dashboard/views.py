@@ -76,12 +76,7 @@ def campaign_page(store: Store, owner: str, campaign_id: str, *, offset: int, or
         return out
     total = store.count_candidates(campaign_id, valid=valid)
     rows = store.candidates(campaign_id, valid=valid, order=order, limit=PAGE_SIZE, offset=offset)
-    numbers = {c.hash: c.number for c in rows}
-    for entry in summary["pool"]:
-        if entry["hash"] not in numbers:
-            first = store.first_candidate_with_hash(campaign_id, entry["hash"])
-            numbers[entry["hash"]] = None if first is None else first.number
-    out.update(candidates=Page(rows, offset, total), numbers=numbers, rl=_rl_by_version(summary))
+    out.update(candidates=Page(rows, offset, total), rl=_rl_by_version(summary))
     return out
 
 

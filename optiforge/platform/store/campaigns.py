@@ -26,6 +26,7 @@ from optiforge.platform.store.records import (
     Campaign,
     Candidate,
     CandidateIn,
+    CandidateOutline,
     EvaluationRecord,
     LLMCall,
     LLMCallIn,
@@ -331,6 +332,16 @@ class CampaignsMixin(StoreBase):
             else:
                 q = q.order_by(CandidateRow.id.desc() if desc else CandidateRow.id)
             return [_candidate(c, e, i, n) for c, e, i, n in s.execute(page(q, limit, offset))]
+
+    def candidate_outlines(self, campaign_id: str) -> list[CandidateOutline]:
+        """Every stored candidate in order, without its texts (see :class:`CandidateOutline`)."""
+        with self._read() as s:
+            cid = self._campaign_row(s, campaign_id).id
+            q = (select(CandidateRow.round, CandidateRow.hash, CandidateRow.operator, EvaluationRow.valid,
+                        EvaluationRow.score, CandidateRow.reward)
+                 .join(EvaluationRow, CandidateRow.evaluation_id == EvaluationRow.id)
+                 .where(CandidateRow.campaign_id == cid).order_by(CandidateRow.id))
+            return [CandidateOutline(n, *row) for n, row in enumerate(s.execute(q))]
 
     def count_candidates(self, campaign_id: str, *, valid: bool | None = None,
                          exclude_operator: str | None = None) -> int:

@@ -104,6 +104,20 @@ class Candidate:
 
 
 @dataclass(frozen=True)
+class CandidateOutline:
+    """A stored candidate without its texts (program, idea, error, metrics): what a summary or a
+    curve over thousands of candidates needs, read in one light query."""
+
+    number: int
+    round: int
+    hash: str
+    operator: str
+    valid: bool
+    score: float | None
+    reward: float | None
+
+
+@dataclass(frozen=True)
 class EvaluationRecord:
     """One stored evaluation. ``candidate_hash`` links it to the campaign's candidates with that
     hash (it may also name something that never was a candidate, e.g. ``"baseline:best_fit"``)."""

@@ -232,3 +232,21 @@ def test_pages_answer_through_the_api_guard(site: Site) -> None:
     assert "/campaigns/{campaign_id}" not in httpx.get(site.url("/openapi.json")).json()["paths"]
     js = httpx.get(site.url("/static/plotly.min.js"))
     assert js.status_code == 200 and len(js.content) > 1_000_000  # the package's own copy
+
+
+def test_rl_reward_and_kl_by_adapter_version(browser, site: Site, tmp_path) -> None:
+    """Adapter versions stored as an RL campaign stores them (the learner's step statistics)."""
+    store = Store(site.server.db, artifacts_root=tmp_path / "artifacts")
+    cid = create_campaign(store, task="binpacking", budget=4, llm="replay:/dev/null", owner="alice",
+                          name="with adapters")
+    stats = [{"mean_reward": 0.25, "kl": 0.001, "loss": 0.5}, {"mean_reward": 0.5, "kl": 0.004, "loss": 0.25}]
+    for version, meta in enumerate(stats, start=1):
+        store.add_artifact(cid, "adapter", f"adapter-{version:04d}", b"weights", meta=meta)
+    store.close()
+    page = _page(browser, site)
+    page.goto(site.url(f"/campaigns/{cid}"))
+    page.wait_for_selector("#rl-plot[data-rendered=true]")
+    rows = page.locator("#rl-h ~ table tbody tr")
+    assert [rows.nth(i).inner_text().split("\t") for i in range(rows.count())] == [
+        ["1", "adapter-0001", "0.25", "0.001", "0.5"], ["2", "adapter-0002", "0.5", "0.004", "0.25"]]
+    assert page.locator("#rl-plot .scatterlayer .trace").count() == 2  # reward and KL

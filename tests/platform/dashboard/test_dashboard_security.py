@@ -124,7 +124,7 @@ def test_pages_check_the_token_before_reading_the_body(site) -> None:
 
 def test_pages_obey_the_body_cap_and_the_per_owner_limit(site) -> None:
     server, token = site["server"], site["tokens"]["alice"]
-    big = raw_request(server.port, (f"POST /login HTTP/1.1\r\nHost: x\r\nContent-Length: 10000\r\n\r\n").encode())
+    big = raw_request(server.port, (b"POST /login HTTP/1.1\r\nHost: x\r\nContent-Length: 10000\r\n\r\n"))
     assert status_of(big) == 413
     # A request of alice's in progress (its body not sent yet) takes her only slot ...
     with socket.create_connection(("127.0.0.1", server.port), timeout=30) as held:
