@@ -7,7 +7,6 @@ from __future__ import annotations
 
 import json
 import os
-import shutil
 import sys
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -65,13 +64,15 @@ class Site:
     def url(self, path: str) -> str:
         return self.server.url + path
 
-    def screenshot(self, page, name: str) -> Path:
-        """Save a full-page screenshot as a test artifact (and where SCREENSHOTS_ENV says)."""
+    def screenshot(self, page, name: str, focus=None) -> Path:
+        """Save a full-page screenshot as a test artifact (and where SCREENSHOTS_ENV says: the
+        first screenful, or the ``focus`` locator's element, for the README)."""
         path = self.shots / f"{name}.png"
         page.screenshot(path=str(path), full_page=True)
         extra = os.environ.get(SCREENSHOTS_ENV)
         if extra:
-            shutil.copy(path, Path(extra) / f"dashboard_{name}.png")
+            target = str(Path(extra) / f"dashboard_{name}.png")
+            (focus or page).screenshot(path=target)
         return path
 
 

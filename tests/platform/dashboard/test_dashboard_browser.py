@@ -184,7 +184,7 @@ def test_study_page_plots_and_partition(browser, site: Site) -> None:
     legend = page.locator("#partition .legend").text_content()
     assert re.search(r"\d+ regions \(leaf size \d+\)", legend)
     assert page.locator("#parallel .scatterlayer .trace").count() >= 2
-    site.screenshot(page, "study")
+    site.screenshot(page, "study", focus=page.locator("figure", has=page.locator("#partition")))
     assert page.errors == []  # type: ignore[attr-defined]
 
 
