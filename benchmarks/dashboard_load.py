@@ -76,6 +76,11 @@ def fill(store: Store, n_candidates: int, n_trials: int) -> tuple[str, str]:
     return cid, sid
 
 
+def _median(values: list[float | None]) -> float | None:
+    got = [v for v in values if v is not None]
+    return statistics.median(got) if got else None
+
+
 def rss(pid: int) -> dict[str, float]:
     """Resident memory of a process (MiB): now and its peak."""
     out = {}
@@ -95,12 +100,17 @@ def load_page(browser, url: str, token: str, wait_for: str | None) -> dict[str, 
         page.wait_for_selector(wait_for, timeout=120_000)
     plots = (time.perf_counter() - t0) * 1e3
     page.wait_for_load_state("load")
-    nav = page.evaluate("""() => {
+    # The paint entry may be recorded after "load" on a small page: wait for it (buffered).
+    nav = page.evaluate("""() => new Promise(resolve => {
         const n = performance.getEntriesByType('navigation')[0];
-        const p = performance.getEntriesByName('first-contentful-paint')[0];
-        return {ttfb: n.responseStart, dcl: n.domContentLoadedEventEnd, fcp: p ? p.startTime : null,
-                bytes: n.transferSize};
-    }""")
+        const done = fcp => resolve({ttfb: n.responseStart, dcl: n.domContentLoadedEventEnd, fcp: fcp,
+                                     bytes: n.transferSize});
+        new PerformanceObserver(list => {
+            const p = list.getEntriesByName('first-contentful-paint')[0];
+            if (p) { done(p.startTime); }
+        }).observe({type: 'paint', buffered: true});
+        setTimeout(() => done(null), 10000);
+    })""")
     context.close()
     return {**nav, "plots": plots if wait_for else None}
 
@@ -143,8 +153,7 @@ def main() -> None:
                 load_page(browser, server.url + "/", token, None)  # warm the server's imports
                 for name, path, wait_for in pages:
                     runs = [load_page(browser, server.url + path, token, wait_for) for _ in range(args.repeats)]
-                    med = {k: (statistics.median(r[k] for r in runs) if runs[0][k] is not None else None)
-                           for k in runs[0]}
+                    med = {k: _median([r[k] for r in runs]) for k in runs[0]}
                     rows.append({"page": name, **med})
                 browser.close()
             after = rss(server.proc.pid)
