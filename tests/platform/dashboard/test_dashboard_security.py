@@ -1,7 +1,8 @@
 """The dashboard's protections over HTTP, against a real server (no browser needed).
 
-Runs on SQLite, and on PostgreSQL too when ``OPTIFORGE_TEST_POSTGRES_URL`` is set. The data
-are real black-box campaigns (fast: no LLM), owned by alice and bob.
+Runs on SQLite, and on a fresh PostgreSQL database too when ``OPTIFORGE_TEST_POSTGRES_URL`` is
+set (``module_storage_url``). The data are real black-box campaigns (fast: no LLM), owned by
+alice and bob.
 """
 
 from __future__ import annotations
@@ -21,19 +22,14 @@ from dashboard_helpers import Server, raw_request, start_server, status_of
 from optiforge.platform.campaigns import create_campaign, run_campaign
 from optiforge.platform.store import Store
 
-PG_ENV = "OPTIFORGE_TEST_POSTGRES_URL"
 pytestmark = pytest.mark.timeout(600)
 
 
-@pytest.fixture(scope="module", params=["sqlite", pytest.param("postgres", marks=pytest.mark.postgres)])
-def site(request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactory) -> Iterator[dict]:
+@pytest.fixture(scope="module")
+def site(module_storage_url: str, tmp_path_factory: pytest.TempPathFactory) -> Iterator[dict]:
+    """A fresh database per backend (tests/conftest.py) with alice's and bob's campaigns."""
     tmp = tmp_path_factory.mktemp("dash-sec")
-    if request.param == "postgres":
-        if not os.environ.get(PG_ENV):
-            pytest.skip(f"{PG_ENV} not set (run scripts/postgres.sh)")
-        db = os.environ[PG_ENV]
-    else:
-        db = f"sqlite:///{tmp / 'store.db'}"
+    db = module_storage_url
     store = Store(db, artifacts_root=tmp / "artifacts")
     ids = {}
     for owner in ("alice", "bob"):

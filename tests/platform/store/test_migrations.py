@@ -62,9 +62,9 @@ def test_downgrade_and_upgrade_round_trip(storage_url: str) -> None:
     store.close()
 
 
-def test_campaigns_made_before_revision_0003_belong_to_local(scratch_url: str) -> None:
+def test_campaigns_made_before_revision_0003_belong_to_local(storage_url: str) -> None:
     """A database at revision 0002: its campaigns get the owner ``local`` (the operator's)."""
-    engine = make_engine(scratch_url)
+    engine = make_engine(storage_url)
     upgrade(engine, "0002")
     now = datetime.now(timezone.utc)
     stamp = now.replace(tzinfo=None) if engine.dialect.name == "sqlite" else now
@@ -74,7 +74,7 @@ def test_campaigns_made_before_revision_0003_belong_to_local(scratch_url: str) -
             "created_at, updated_at) VALUES ('c0ffee000001', 't', 'evolution', 'm', 1, 0, 'local', "
             "'{}', 'finished', :c, :c)"), {"c": stamp})
     engine.dispose()
-    store = Store(scratch_url)  # opening migrates to head
+    store = Store(storage_url)  # opening migrates to head
     assert store.get_campaign("c0ffee000001").owner == "local"
     assert store.get_campaign("c0ffee000001", owner="local").task == "t"
     with pytest.raises(NotFoundError):
