@@ -132,6 +132,9 @@ def test_another_owners_campaign_and_study_are_404(browser, site: Site) -> None:
     bob = _page(browser, site, "bob")
     assert bob.goto(site.url(f"/campaigns/{site.other}")).status == 200
     assert bob.goto(site.url(f"/campaigns/{site.program}")).status == 404
+    for path in (f"/campaigns/{site.program}/candidates/0", f"/campaigns/{site.program}/live.json",
+                 f"/studies/{site.study}", f"/studies/{site.study}/plots.json"):  # alice's, all there
+        assert bob.goto(site.url(path)).status == 404, path
 
 
 def test_bad_or_revoked_tokens_get_the_login_page_with_a_message(browser, site: Site) -> None:
