@@ -4,7 +4,7 @@ The core install (``pip install optiforge``) is the methods library, the tasks, 
 the CLI. Everything heavier is an extra, imported only where it is used::
 
     pip install 'optiforge[llm]'      # local models: transformers, peft, trl, bitsandbytes
-    pip install 'optiforge[server]'   # the HTTP service: fastapi, uvicorn
+    pip install 'optiforge[server]'   # the HTTP service and dashboard: fastapi, uvicorn, jinja2, plotly
     pip install 'optiforge[all]'      # every extra but vllm
 
 Code that needs an extra calls :func:`require` first; a missing package then raises
@@ -18,7 +18,7 @@ import importlib
 
 EXTRAS: dict[str, tuple[str, ...]] = {
     "llm": ("transformers", "peft", "trl", "bitsandbytes", "accelerate"),
-    "server": ("fastapi", "uvicorn", "pydantic"),
+    "server": ("fastapi", "uvicorn", "pydantic", "jinja2"),
     "optuna": ("optuna",),
     "ray": ("ray",),
     "postgres": ("psycopg",),

@@ -1,7 +1,8 @@
 """The black-box optimizer HTTP service (FastAPI): studies, ask, tell, trials, best.
 
 Run it with ``optiforge serve --host 127.0.0.1 --port 8000``; the OpenAPI schema is at
-``/openapi.json`` and interactive docs at ``/docs``. Every ``/v1`` route but ``/v1/health``
+``/openapi.json``, interactive docs at ``/docs`` and the web dashboard at ``/`` (log in with a
+token; :mod:`optiforge.platform.dashboard`). Every ``/v1`` route but ``/v1/health``
 needs ``Authorization: Bearer <token>`` (``optiforge token create --owner NAME``); a study is
 visible only to its owner (another owner's study answers 404, exactly like a missing one).
 
@@ -55,6 +56,7 @@ from pydantic import (
 from starlette.exceptions import HTTPException as StarletteHTTPException
 
 from optiforge.agents.registry import agent_names
+from optiforge.platform.dashboard import mount_dashboard
 from optiforge.platform.service.config import ServiceConfig, ServiceLimits
 from optiforge.platform.service.guard import OWNER_KEY, OwnerSlots, RequestGuard, uvicorn_config
 from optiforge.platform.service.llms import LLMNotOffered, LLMUnavailable, OfferedLLMs
@@ -285,7 +287,7 @@ def _validation_message(exc: RequestValidationError) -> str:
 
 
 def create_app(store: Store | str | None = None, config: ServiceConfig | None = None, *,
-               llms: OfferedLLMs | None = None) -> FastAPI:
+               llms: OfferedLLMs | None = None, dashboard: bool = True) -> FastAPI:
     """Build the FastAPI application over ``store`` (a Store, a database URL, or the default).
 
     Parameters
@@ -295,6 +297,8 @@ def create_app(store: Store | str | None = None, config: ServiceConfig | None = 
         The operator's limits and offered LLM backends (default: the default limits, no LLM).
     llms : OfferedLLMs, optional
         Already built backends (default: built from ``config.llms``, once, here).
+    dashboard : bool
+        Serve the web dashboard at ``/`` too (:mod:`optiforge.platform.dashboard`).
 
     Raises
     ------
@@ -520,9 +524,11 @@ def create_app(store: Store | str | None = None, config: ServiceConfig | None = 
         b = study_for(study_id, who).best_trial
         return {"trial": None if b is None else _trial_out(b)}
 
+    # The dashboard's pages take the same tokens (from a login cookie) under the same guard.
+    login = mount_dashboard(app, st) if dashboard else None
     app.add_middleware(
         RequestGuard, limits=limits, authenticate=st.owner_for_token,
-        is_protected=lambda path: path.startswith("/v1/") and path not in PUBLIC_PATHS)
+        is_protected=lambda path: path.startswith("/v1/") and path not in PUBLIC_PATHS, login=login)
     return app
 
 

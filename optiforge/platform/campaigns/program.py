@@ -23,6 +23,7 @@ from optiforge.agents.evolution import Program, Proposal
 from optiforge.agents.protocols import PolicyLearner, ProgramEvaluator, TrainableLLM
 from optiforge.heuristics import HeuristicTask
 from optiforge.platform.campaigns.report import CampaignReport
+from optiforge.platform.campaigns.summary import campaign_progress
 from optiforge.platform.store import Campaign, CandidateIn, LLMCallIn, Store
 from optiforge.types import Evaluation
 
@@ -100,7 +101,7 @@ class ProgramCampaign:
 
     def used(self) -> int:
         """LLM-written programs stored so far (the budget counts these)."""
-        return sum(1 for c in self.store.candidates(self.campaign.id) if c.operator != "seed")
+        return campaign_progress(self.store, self.campaign)
 
     def best_score(self) -> float | None:
         best = self.agent.best

@@ -93,6 +93,7 @@ def create_campaign(
     workers: int = 2,
     config: dict[str, Any] | None = None,
     name: str | None = None,
+    owner: str = CAMPAIGN_OWNER,
 ) -> str:
     """Validate a campaign's settings and store it (status ``created``); returns its id.
 
@@ -116,6 +117,9 @@ def create_campaign(
     config : dict, optional
         ``agent_options`` (validated by the agent), ``rl_every``, ``rl_options``,
         ``test_split``.
+    owner : str
+        Who may see the campaign (and a black-box campaign's study) on the dashboard and the
+        API; the command line's campaigns belong to ``"local"``, the operator.
 
     Raises
     ------
@@ -163,12 +167,13 @@ def create_campaign(
         rl = "none"
     cfg.update({"rl": rl, "workers": workers})
     check.text(name, "name", optional=True)
+    check.text(owner, "owner")
     if study is not None:  # everything is valid: only now store the campaign's study
         sp, clean = study
-        cfg["study_id"] = store.create_study(CAMPAIGN_OWNER, sp.to_dict(), "minimize", agent, clean,
+        cfg["study_id"] = store.create_study(owner, sp.to_dict(), "minimize", agent, clean,
                                              name=name or "campaign")
     return store.create_campaign(task=task, agent=agent, llm=llm, budget=budget, seed=seed,
-                                 executor=executor, config=cfg, name=name)
+                                 executor=executor, config=cfg, name=name, owner=owner)
 
 
 def _validate_study(info: AgentInfo, space: Any, options: Any, budget: int,

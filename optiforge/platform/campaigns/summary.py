@@ -7,13 +7,18 @@ sandbox or agent is built to show or export a campaign.
 
 from __future__ import annotations
 
+from collections.abc import Iterable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 from optiforge.agents.registry import get_agent
-from optiforge.platform.store import Store
+from optiforge.platform.store import Campaign, CandidateOutline, Store
 
+SEED_OPERATOR = "seed"
+"""The operator of a task's seed heuristics: stored candidates no LLM wrote (not budget)."""
+BASELINE_PREFIX = "baseline:"
+"""The ``candidate_hash`` of the baseline's held-out evaluation (see ``ProgramCampaign.report``)."""
 PROGRAM_FIELDS = ("round", "operator", "hash", "split", "valid", "score", "reward", "error",
                   "runtime_s")
 TRIAL_FIELDS = ("id", "state", "value", "params")
@@ -23,33 +28,83 @@ def _is_blackbox(agent: str) -> bool:
     return get_agent(agent).kind == "blackbox"
 
 
-def campaign_summary(store: Store, campaign_id: str) -> dict[str, Any]:
-    """Everything ``campaign show`` reports, as a JSON-able dict (also its ``--json``)."""
-    c = store.get_campaign(campaign_id)
-    head = {"id": c.id, "name": c.name, "task": c.task, "agent": c.agent, "llm": c.llm,
-            "status": c.status, "budget": c.budget, "seed": c.seed, "executor": c.executor,
-            "config": c.config}
+def campaign_summary(store: Store, campaign_id: str, owner: str | None = None,
+                     history: bool = False) -> dict[str, Any]:
+    """Everything ``campaign show`` reports, as a JSON-able dict (also its ``--json``).
+
+    Parameters
+    ----------
+    store : Store
+    campaign_id : str
+    owner : str, optional
+        When given, another owner's campaign is a :class:`NotFoundError`, like a missing one.
+    history : bool
+        Add ``"history"``, the best-so-far curve the dashboard draws (read from the same
+        records, so it costs no second pass over the store).
+    """
+    c = store.get_campaign(campaign_id, owner=owner)
+    head = {"id": c.id, "owner": c.owner, "name": c.name, "task": c.task, "agent": c.agent,
+            "llm": c.llm, "status": c.status, "budget": c.budget, "seed": c.seed,
+            "executor": c.executor, "config": c.config}
     if _is_blackbox(c.agent):
-        return {**head, **_blackbox_summary(store, c.config["study_id"])}
-    return {**head, **_program_summary(store, campaign_id)}
+        return {**head, **_blackbox_summary(store, c.config["study_id"], history)}
+    return {**head, **_program_summary(store, campaign_id, history)}
 
 
-def _blackbox_summary(store: Store, study_id: str) -> dict[str, Any]:
+def campaign_progress(store: Store, campaign: Campaign) -> int:
+    """Budget spent so far, counted in the store: LLM-written programs or finished trials."""
+    if _is_blackbox(campaign.agent):
+        return store.count_trials(campaign.config["study_id"], ("complete", "failed"))
+    return store.count_candidates(campaign.id, exclude_operator=SEED_OPERATOR)
+
+
+def best_so_far(values: Iterable[float | None], maximize: bool = False) -> list[float | None]:
+    """The running best of ``values`` (``None`` = no value: failed, invalid or still running)."""
+    out: list[float | None] = []
+    best: float | None = None
+    for v in values:
+        if v is not None and (best is None or (v > best if maximize else v < best)):
+            best = v
+        out.append(best)
+    return out
+
+
+def _blackbox_summary(store: Store, study_id: str, history: bool = False) -> dict[str, Any]:
     trials = store.trials(study_id)
     done = [t for t in trials if t.state in ("complete", "failed")]
     complete = sorted((t for t in trials if t.state == "complete"), key=lambda t: t.value)
-    return {
+    out = {
         "study_id": study_id,
         "evaluations": len(done),
         "failed": sum(t.state == "failed" for t in trials),
         "running": sum(t.state in ("running", "waiting") for t in trials),
         "best": [{"id": t.number, "value": t.value, "params": t.params} for t in complete[:3]],
     }
+    if history:  # black-box campaigns minimise; x counts evaluations, like the budget
+        out["history"] = {"generated": list(range(1, len(done) + 1)),
+                          "best": best_so_far(t.value for t in done), "collapse_rounds": []}
+    return out
 
 
-def _program_summary(store: Store, campaign_id: str) -> dict[str, Any]:
-    cands = store.candidates(campaign_id)
-    generated = [x for x in cands if x.operator != "seed"]
+def _history(cands: list[CandidateOutline], collapse_rounds: list[int]) -> dict[str, Any]:
+    """The best valid score after each stored candidate, against LLM-written programs so far
+    (the seeds sit at 0), and where each collapse happened on that axis."""
+    generated, after_round, n = [], {}, 0
+    for x in cands:
+        n += x.operator != SEED_OPERATOR
+        generated.append(n)
+        after_round[x.round] = n
+    return {"generated": generated,
+            "best": best_so_far(x.score if x.valid else None for x in cands),
+            "collapse_rounds": [{"round": r, "generated": after_round.get(r)} for r in collapse_rounds]}
+
+
+def _program_summary(store: Store, campaign_id: str, history: bool = False) -> dict[str, Any]:
+    cands = store.candidate_outlines(campaign_id)
+    generated = [x for x in cands if x.operator != SEED_OPERATOR]
+    first: dict[str, int] = {}  # each program's first candidate number (what the pages link to)
+    for x in reversed(cands):
+        first[x.hash] = x.number
     by_op: dict[str, dict[str, int]] = {}
     rewards_by_round: dict[int, list[float]] = {}
     for x in generated:
@@ -59,23 +114,38 @@ def _program_summary(store: Store, campaign_id: str) -> dict[str, Any]:
         if x.reward is not None:
             rewards_by_round.setdefault(x.round, []).append(x.reward)
     best = store.best_candidates(campaign_id, k=3)
-    tests = {e.candidate_hash: e for e in store.evaluations(campaign_id, split="test")}
+    test_split = store.get_campaign(campaign_id).config.get("test_split", "test")
+    tests = {e.candidate_hash: e for e in store.evaluations(campaign_id, split=test_split)}
+    baseline = next(({"name": h[len(BASELINE_PREFIX):], "score": e.score, "valid": e.valid}
+                     for h, e in tests.items() if h.startswith(BASELINE_PREFIX)), None)
     adapters = [{"name": a.name, "path": str(a.path), **a.meta}
                 for a in store.artifacts(campaign_id, kind="adapter")]
-    return {
+    saved = store.latest_agent_state(campaign_id)
+    state = saved[1].get("agent", {}) if saved else {}
+    collapses = [int(r) for r in state.get("collapse_rounds", [])]
+    out = {
         "rounds": store.rounds_done(campaign_id),
         "generated": len(generated),
         "evaluations": len(cands),
         "valid_rate": (sum(bool(x.valid) for x in generated) / len(generated)) if generated else None,
         "operators": by_op,
-        "best": [{"hash": b.hash, "score": b.score, "idea": b.idea, "operator": b.operator,
+        "best": [{"hash": b.hash, "number": first.get(b.hash), "score": b.score, "idea": b.idea, "operator": b.operator,
                   "round": b.round, "test_score": tests[b.hash].score if b.hash in tests else None,
                   "code": b.code} for b in best],
         "reward_trend": [{"round": r, "mean_reward": sum(v) / len(v)}
                          for r, v in sorted(rewards_by_round.items())],
         "rl_steps": len(adapters),
         "adapters": adapters,
+        "test_split": test_split,
+        "baseline_test": baseline,
+        "collapse_rounds": collapses,
+        "pool": [{**e, "number": first.get(e["hash"]),
+                  "parent_numbers": [first.get(p) for p in e.get("parents", [])]}
+                 for e in state.get("population", {}).get("entries", [])],
     }
+    if history:
+        out["history"] = _history(cands, collapses)
+    return out
 
 
 @dataclass

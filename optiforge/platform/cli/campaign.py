@@ -171,6 +171,7 @@ def run(
         None, help='Agent options as JSON, e.g. \'{"proposer": "sobol", "b": 4}\' (hollm) or '
                    '\'{"pool_size": 8}\' (evolution; --samples/--max-new-tokens override).'),
     name: str | None = typer.Option(None, help="A label for the campaign."),
+    owner: str = typer.Option("local", help="Who sees the campaign on the dashboard (a token's owner)."),
 ) -> None:
     from optiforge.agents.registry import get_agent
     from optiforge.platform.campaigns import create_campaign
@@ -184,7 +185,8 @@ def run(
         agent_options.update({"samples_per_prompt": samples, "max_new_tokens": max_new_tokens})
         config["rl_every"] = rl_every
     cid = create_campaign(store, task=task, agent=agent, budget=budget, llm=llm, seed=seed,
-                          executor=executor, rl=rl, workers=workers, config=config, name=name)
+                          executor=executor, rl=rl, workers=workers, config=config, name=name,
+                          owner=owner)
     _run_with_progress(store, cid)
 
 

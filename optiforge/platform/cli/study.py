@@ -37,7 +37,16 @@ def register(app: typer.Typer) -> None:
     """Add the ``study`` and ``token`` groups and the ``serve`` command to ``app``."""
     app.add_typer(study_app, name="study")
     app.add_typer(token_app, name="token")
-    app.command("serve", help="Run the black-box optimizer HTTP service (FastAPI + uvicorn).")(serve)
+    app.command("serve", help="Run the black-box optimizer HTTP service (FastAPI + uvicorn) and the "
+                              "web dashboard at /.")(serve)
+
+
+def check_server_options(port: int, log_level: str) -> None:
+    """The checks ``serve`` and ``dashboard`` share (``ValueError`` naming the option)."""
+    if not 0 <= port <= 65535:
+        raise ValueError(f"port: must be between 0 and 65535, got {port}")
+    if log_level not in ("critical", "error", "warning", "info", "debug", "trace"):
+        raise ValueError(f"log-level: unknown level {log_level!r}")
 
 
 def _store(db: str | None) -> Any:
@@ -217,14 +226,11 @@ def serve(
         None, "--config", help="TOML (.toml) or JSON file with [limits] and [llm] tables; "
                                "--limit and --llm override it."),
 ) -> None:
-    """Serve the HTTP API (OpenAPI at /openapi.json, docs at /docs)."""
+    """Serve the HTTP API (OpenAPI at /openapi.json, docs at /docs) and the dashboard at /."""
     require("server", "the HTTP service")
     from optiforge.platform.api import serve as run
     from optiforge.platform.service.config import build_config
 
-    if not 0 <= port <= 65535:
-        raise ValueError(f"port: must be between 0 and 65535, got {port}")
-    if log_level not in ("critical", "error", "warning", "info", "debug", "trace"):
-        raise ValueError(f"log-level: unknown level {log_level!r}")
+    check_server_options(port, log_level)
     cfg = build_config(config, limit or (), llm or ())
     run(host=host, port=port, store=_store(db), log_level=log_level, config=cfg)

@@ -6,7 +6,8 @@ read,
 1. refuses too many header fields or too long a request head (431);
 2. on the protected routes, checks the bearer token (401 without reading the body) and
    counts the owner's requests in progress (429 with ``Retry-After`` past the limit, instead
-   of queueing);
+   of queueing); the dashboard's pages take the same token from a login cookie
+   (:class:`CookieLogin`) and send a browser without a valid one to the login page;
 3. refuses a declared ``Content-Length`` over the cap (413), then reads the body itself, at
    most the cap (413 past it, for chunked bodies) and within a deadline (408), and hands it
    to the application.
@@ -23,9 +24,12 @@ import asyncio
 import json
 import threading
 from collections.abc import Awaitable, Callable
+from dataclasses import dataclass
 from typing import Any
+from urllib.parse import quote
 
 import anyio
+from starlette.requests import cookie_parser
 from uvicorn.protocols.http.h11_impl import H11Protocol
 
 from optiforge.platform.service.config import ServiceLimits
@@ -50,6 +54,31 @@ async def send_error(send: Send, status: int, kind: str, message: str,
         raw.append((b"connection", b"close"))
     await send({"type": "http.response.start", "status": status, "headers": raw})
     await send({"type": "http.response.body", "body": body})
+
+
+@dataclass(frozen=True)
+class CookieLogin:
+    """Routes a browser reaches with the bearer token kept in a cookie (the dashboard).
+
+    Attributes
+    ----------
+    cookie : str
+        Name of the cookie holding the token (set by the login form: HttpOnly, SameSite=Strict).
+    is_protected : callable
+        ``is_protected(path) -> bool``: does the route need the cookie?
+    login_path : str
+        Where a browser without a valid token is sent (``303``), with ``?next=`` (no cookie) or
+        ``?error=expired`` (an unknown or revoked token, whose cookie is then cleared).
+    """
+
+    cookie: str
+    is_protected: Callable[[str], bool]
+    login_path: str
+
+
+def _token_ok(token: str) -> bool:
+    """The shape every token the guard looks up must have (the store is asked only then)."""
+    return bool(token) and token.isascii() and token.isprintable() and len(token) <= 256
 
 
 class OwnerSlots:
@@ -92,14 +121,19 @@ class RequestGuard:
         ``authenticate(token) -> owner or None`` (blocking; run on a worker thread).
     is_protected : callable
         ``is_protected(path) -> bool``: does the route need a bearer token?
+    login : CookieLogin, optional
+        Routes that take the token from a cookie instead (the dashboard's pages), under the
+        same checks and per-owner limits.
     """
 
     def __init__(self, app: ASGIApp, *, limits: ServiceLimits,
-                 authenticate: Callable[[str], str | None], is_protected: Callable[[str], bool]) -> None:
+                 authenticate: Callable[[str], str | None], is_protected: Callable[[str], bool],
+                 login: CookieLogin | None = None) -> None:
         self.app = app
         self.limits = limits
         self.authenticate = authenticate
         self.is_protected = is_protected
+        self.login = login
         self.requests = OwnerSlots(limits.max_requests_per_owner)
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
@@ -118,8 +152,12 @@ class RequestGuard:
         length = _content_length(headers)
         has_body = length != 0
         owner = None
-        if self.is_protected(scope["path"]):
-            owner = await self._owner(headers, send, has_body)
+        bearer = self.is_protected(scope["path"])
+        if bearer or (self.login is not None and self.login.is_protected(scope["path"])):
+            if bearer:
+                owner = await self._owner(headers, send, has_body)
+            else:
+                owner = await self._cookie_owner(scope, send, has_body)
             if owner is None:
                 return
             if self.requests.acquire(owner) is not None:
@@ -145,7 +183,7 @@ class RequestGuard:
         if len(values) == 1:
             scheme, _, token = values[0].decode("latin-1").partition(" ")
             token = token.strip()
-            if scheme.lower() != "bearer" or not token or not token.isascii() or len(token) > 256:
+            if scheme.lower() != "bearer" or not _token_ok(token):
                 message = "malformed Authorization header; expected 'Bearer <token>'"
             else:
                 who = await anyio.to_thread.run_sync(self.authenticate, token)
@@ -154,6 +192,25 @@ class RequestGuard:
             message = "more than one Authorization header"
         if who is None:
             await send_error(send, 401, "unauthorized", message, {"WWW-Authenticate": "Bearer"}, close=has_body)
+        return who
+
+    async def _cookie_owner(self, scope: Scope, send: Send, has_body: bool) -> str | None:
+        """The owner of the login cookie's token, or ``None`` after sending the browser to log in."""
+        assert self.login is not None
+        cookies: dict[str, str] = {}
+        for k, v in scope["headers"]:
+            if k == b"cookie":
+                cookies.update(cookie_parser(v.decode("latin-1")))
+        token = cookies.get(self.login.cookie)
+        if token is None:
+            target = f"{self.login.login_path}?next={quote(scope['path'], safe='/')}"
+            await _redirect(send, target, close=has_body)
+            return None
+        who = await anyio.to_thread.run_sync(self.authenticate, token) if _token_ok(token) else None
+        if who is None:
+            # Unknown, revoked or malformed: the login page says so, and the cookie goes.
+            await _redirect(send, f"{self.login.login_path}?error=expired", close=has_body,
+                            clear_cookie=self.login.cookie)
         return who
 
     async def _read_body(self, length: int | None, receive: Receive, send: Send) -> bytes | None:
@@ -186,6 +243,19 @@ class RequestGuard:
                              f"the request body took longer than {self.limits.body_timeout_s:g} s",
                              close=True)
             return None
+
+
+async def _redirect(send: Send, location: str, close: bool = False,
+                    clear_cookie: str | None = None) -> None:
+    """``303 See Other`` to ``location`` (a path of this server), optionally clearing a cookie."""
+    raw = [(b"location", location.encode("latin-1")), (b"content-length", b"0"),
+           (b"cache-control", b"no-store")]
+    if clear_cookie is not None:
+        raw.append((b"set-cookie", f"{clear_cookie}=; Max-Age=0; Path=/; HttpOnly; SameSite=Strict".encode()))
+    if close:
+        raw.append((b"connection", b"close"))
+    await send({"type": "http.response.start", "status": 303, "headers": raw})
+    await send({"type": "http.response.body", "body": b""})
 
 
 def _content_length(headers: list[tuple[bytes, bytes]]) -> int | None:

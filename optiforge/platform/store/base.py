@@ -99,9 +99,18 @@ class StoreBase:
             raise TypeError(f"{name}: expected a string id, got {type(value).__name__}")
         return value
 
-    def _campaign_row(self, session: Session, campaign_id: Any) -> CampaignRow:
+    def _campaign_row(self, session: Session, campaign_id: Any, owner: str | None = None) -> CampaignRow:
         cid = self._check_id(campaign_id, "campaign_id")
         row = session.get(CampaignRow, cid)
-        if row is None:
+        # Another owner's campaign answers exactly like a missing one: its existence never leaks.
+        if row is None or (owner is not None and row.owner != owner):
             raise NotFoundError(f"campaign_id: no campaign {cid!r}")
         return row
+
+
+def page(query: Any, limit: Any, offset: Any) -> Any:
+    """``query`` restricted to ``limit`` rows (all when ``None``) after skipping ``offset``."""
+    offset = v.integer(offset, "offset", minimum=0)
+    if limit is not None:
+        query = query.limit(v.integer(limit, "limit", minimum=1))
+    return query.offset(offset) if offset else query

@@ -10,8 +10,8 @@ from sqlalchemy.exc import IntegrityError
 from sqlalchemy.orm import Session
 
 from optiforge import validation as v
-from optiforge.platform.store.base import StoreBase, new_id
-from optiforge.platform.store.errors import ConflictError
+from optiforge.platform.store.base import StoreBase, new_id, page
+from optiforge.platform.store.errors import ConflictError, NotFoundError
 from optiforge.platform.store.models import (
     AgentStateRow,
     CampaignRow,
@@ -26,17 +26,22 @@ from optiforge.platform.store.records import (
     Campaign,
     Candidate,
     CandidateIn,
+    CandidateOutline,
     EvaluationRecord,
     LLMCall,
     LLMCallIn,
 )
 
 _ENDED = ("finished", "failed")
+CANDIDATE_ORDERS = ("number", "-number", "score", "-score")
+"""How :meth:`CampaignsMixin.candidates` may sort (``-`` = descending; no score sorts last)."""
+DEFAULT_OWNER = "local"
+"""Owner of the campaigns the command line starts (the operator's, like its studies)."""
 
 
 def _campaign(r: CampaignRow) -> Campaign:
     return Campaign(
-        id=r.id, name=r.name, task=r.task, agent=r.agent, llm=r.llm, budget=r.budget,
+        id=r.id, owner=r.owner, name=r.name, task=r.task, agent=r.agent, llm=r.llm, budget=r.budget,
         seed=r.seed, executor=r.executor, config=r.config, status=r.status,
         created_at=r.created_at, updated_at=r.updated_at, finished_at=r.finished_at,
     )
@@ -50,9 +55,9 @@ def _evaluation(e: EvaluationRow) -> EvaluationRecord:
     )
 
 
-def _candidate(c: CandidateRow, e: EvaluationRow, call_index: int | None) -> Candidate:
+def _candidate(c: CandidateRow, e: EvaluationRow, call_index: int | None, number: int) -> Candidate:
     return Candidate(
-        id=c.id, campaign_id=c.campaign_id, round=c.round, hash=c.hash, operator=c.operator,
+        id=c.id, campaign_id=c.campaign_id, number=number, round=c.round, hash=c.hash, operator=c.operator,
         code=c.code, idea=c.idea, parents=tuple(c.parents), split=e.split, valid=e.valid,
         score=e.score, metrics=e.metrics, error=e.error, runtime_s=e.runtime_s, reward=c.reward,
         llm_call_index=call_index, llm_call_id=c.llm_call_id, evaluation_id=e.id,
@@ -138,11 +143,16 @@ class CampaignsMixin(StoreBase):
         executor: str,
         config: dict[str, Any] | None = None,
         name: str | None = None,
+        owner: str = DEFAULT_OWNER,
     ) -> str:
-        """Store a new campaign (status ``"created"``) and return its 12-hex-digit id."""
+        """Store a new campaign (status ``"created"``) and return its 12-hex-digit id.
+
+        ``owner`` is who may see it on the dashboard (default ``"local"``, the operator).
+        """
         now = utcnow()
         row = CampaignRow(
             id=new_id(),
+            owner=v.text(owner, "owner"),
             name=v.text(name, "name", optional=True),
             task=v.text(task, "task"),
             agent=v.text(agent, "agent", max_len=64),
@@ -162,18 +172,31 @@ class CampaignsMixin(StoreBase):
             s.add(row)
         return row.id
 
-    def get_campaign(self, campaign_id: str) -> Campaign:
-        """The campaign ``campaign_id``; unknown id -> :class:`NotFoundError`."""
+    def get_campaign(self, campaign_id: str, owner: str | None = None) -> Campaign:
+        """The campaign ``campaign_id``; unknown, or owned by someone other than ``owner``
+        -> :class:`NotFoundError` (the same answer, so another owner's campaign never leaks)."""
+        if owner is not None:
+            v.text(owner, "owner")
         with self._read() as s:
-            return _campaign(self._campaign_row(s, campaign_id))
+            return _campaign(self._campaign_row(s, campaign_id, owner))
 
-    def list_campaigns(self) -> list[Campaign]:
-        """All campaigns, newest first."""
+    def list_campaigns(self, owner: str | None = None, *, limit: int | None = None,
+                       offset: int = 0) -> list[Campaign]:
+        """Campaigns (of ``owner``, or all), newest first; ``limit``/``offset`` select a page."""
+        q = select(CampaignRow)
+        if owner is not None:
+            q = q.where(CampaignRow.owner == v.text(owner, "owner"))
+        q = page(q.order_by(CampaignRow.created_at.desc(), CampaignRow.id), limit, offset)
         with self._read() as s:
-            rows = s.scalars(
-                select(CampaignRow).order_by(CampaignRow.created_at.desc(), CampaignRow.id)
-            )
-            return [_campaign(r) for r in rows]
+            return [_campaign(r) for r in s.scalars(q)]
+
+    def count_campaigns(self, owner: str | None = None) -> int:
+        """How many campaigns (of ``owner``, or all) :meth:`list_campaigns` pages through."""
+        q = select(func.count()).select_from(CampaignRow)
+        if owner is not None:
+            q = q.where(CampaignRow.owner == v.text(owner, "owner"))
+        with self._read() as s:
+            return s.scalar(q)
 
     def set_campaign_status(self, campaign_id: str, status: str) -> Campaign:
         """Set the status (``created|running|interrupted|finished|failed``).
@@ -271,8 +294,15 @@ class CampaignsMixin(StoreBase):
 
     # ---------------------------------------------------------------- candidates
     def _candidate_query(self, s: Session, cid: str, split: str | None, valid: bool | None) -> Any:
+        # Each candidate's number in its campaign, counted before any filter applies.
+        numbers = (
+            select(CandidateRow.id.label("cand_id"),
+                   (func.row_number().over(order_by=CandidateRow.id) - 1).label("number"))
+            .where(CandidateRow.campaign_id == cid).subquery()
+        )
         q = (
-            select(CandidateRow, EvaluationRow, LLMCallRow.call_index)
+            select(CandidateRow, EvaluationRow, LLMCallRow.call_index, numbers.c.number)
+            .join(numbers, numbers.c.cand_id == CandidateRow.id)
             .join(EvaluationRow, CandidateRow.evaluation_id == EvaluationRow.id)
             .outerjoin(LLMCallRow, CandidateRow.llm_call_id == LLMCallRow.id)
             .where(CandidateRow.campaign_id == cid)
@@ -281,15 +311,73 @@ class CampaignsMixin(StoreBase):
             q = q.where(EvaluationRow.split == v.text(split, "split", max_len=64))
         if valid is not None:
             q = q.where(EvaluationRow.valid == v.boolean(valid, "valid"))
-        return q
+        return q, numbers.c.number
 
     def candidates(self, campaign_id: str, split: str | None = None,
-                   valid: bool | None = None) -> list[Candidate]:
-        """Every stored candidate (in insertion order), optionally filtered by split / validity."""
+                   valid: bool | None = None, *, order: str = "number", limit: int | None = None,
+                   offset: int = 0) -> list[Candidate]:
+        """Stored candidates, optionally filtered by split / validity.
+
+        ``order`` is one of :data:`CANDIDATE_ORDERS` (default: as stored); ``limit``/``offset``
+        select a page.
+        """
+        order = v.choice(order, "order", CANDIDATE_ORDERS)
         with self._read() as s:
             cid = self._campaign_row(s, campaign_id).id
-            q = self._candidate_query(s, cid, split, valid).order_by(CandidateRow.id)
-            return [_candidate(c, e, i) for c, e, i in s.execute(q)]
+            q, number = self._candidate_query(s, cid, split, valid)
+            desc = order.startswith("-")
+            if order.endswith("score"):
+                key = EvaluationRow.score.desc() if desc else EvaluationRow.score.asc()
+                q = q.order_by(key.nulls_last(), CandidateRow.id)
+            else:
+                q = q.order_by(CandidateRow.id.desc() if desc else CandidateRow.id)
+            return [_candidate(c, e, i, n) for c, e, i, n in s.execute(page(q, limit, offset))]
+
+    def candidate_outlines(self, campaign_id: str) -> list[CandidateOutline]:
+        """Every stored candidate in order, without its texts (see :class:`CandidateOutline`)."""
+        with self._read() as s:
+            cid = self._campaign_row(s, campaign_id).id
+            q = (select(CandidateRow.round, CandidateRow.hash, CandidateRow.operator, EvaluationRow.valid,
+                        EvaluationRow.score, CandidateRow.reward)
+                 .join(EvaluationRow, CandidateRow.evaluation_id == EvaluationRow.id)
+                 .where(CandidateRow.campaign_id == cid).order_by(CandidateRow.id))
+            return [CandidateOutline(n, *row) for n, row in enumerate(s.execute(q))]
+
+    def count_candidates(self, campaign_id: str, *, valid: bool | None = None,
+                         exclude_operator: str | None = None) -> int:
+        """How many candidates the campaign stored (only valid / invalid ones with ``valid``;
+        without those of ``exclude_operator``, e.g. ``"seed"`` to count what the LLM wrote)."""
+        with self._read() as s:
+            cid = self._campaign_row(s, campaign_id).id
+            q = select(func.count()).select_from(CandidateRow).where(CandidateRow.campaign_id == cid)
+            if valid is not None:
+                q = q.join(EvaluationRow, CandidateRow.evaluation_id == EvaluationRow.id).where(
+                    EvaluationRow.valid == v.boolean(valid, "valid"))
+            if exclude_operator is not None:
+                q = q.where(CandidateRow.operator != v.text(exclude_operator, "exclude_operator"))
+            return s.scalar(q)
+
+    def get_candidate(self, campaign_id: str, number: int) -> Candidate:
+        """The campaign's candidate ``number`` (see :attr:`Candidate.number`); unknown ->
+        :class:`NotFoundError`."""
+        num = v.integer(number, "number", minimum=0)
+        with self._read() as s:
+            cid = self._campaign_row(s, campaign_id).id
+            q, col = self._candidate_query(s, cid, None, None)
+            row = s.execute(q.where(col == num)).first() if num <= v.MAX_INT32 else None
+            if row is None:
+                raise NotFoundError(f"number: no candidate {num} in campaign {cid!r}")
+            return _candidate(*row)
+
+    def first_candidate_with_hash(self, campaign_id: str, candidate_hash: str) -> Candidate | None:
+        """The earliest stored candidate of the program ``candidate_hash`` (e.g. a parent), or
+        ``None``."""
+        h = v.text(candidate_hash, "candidate_hash", empty=True)
+        with self._read() as s:
+            cid = self._campaign_row(s, campaign_id).id
+            q, _ = self._candidate_query(s, cid, None, None)
+            row = s.execute(q.where(CandidateRow.hash == h).order_by(CandidateRow.id).limit(1)).first()
+            return None if row is None else _candidate(*row)
 
     def best_candidates(self, campaign_id: str, k: int = 1, split: str = "train") -> list[Candidate]:
         """The ``k`` best valid candidates of ``split``: lowest score first, one per hash
@@ -299,12 +387,13 @@ class CampaignsMixin(StoreBase):
         seen: set[str] = set()
         with self._read() as s:
             cid = self._campaign_row(s, campaign_id).id
-            q = self._candidate_query(s, cid, split, True).order_by(EvaluationRow.score, CandidateRow.id)
-            for c, e, i in s.execute(q.execution_options(yield_per=256)):
+            q, _ = self._candidate_query(s, cid, split, True)
+            q = q.order_by(EvaluationRow.score, CandidateRow.id)
+            for c, e, i, n in s.execute(q.execution_options(yield_per=256)):
                 if c.hash in seen:
                     continue
                 seen.add(c.hash)
-                out.append(_candidate(c, e, i))
+                out.append(_candidate(c, e, i, n))
                 if len(out) == k:
                     break
         return out
@@ -356,3 +445,17 @@ class CampaignsMixin(StoreBase):
             q = (select(LLMCallRow).where(LLMCallRow.campaign_id == cid)
                  .order_by(LLMCallRow.round, LLMCallRow.call_index))
             return [_llm_call(c) for c in s.scalars(q)]
+
+    def get_llm_call(self, campaign_id: str, round: int, index: int) -> LLMCall:
+        """The ``index``-th LLM call of the campaign's ``round`` (a candidate's ``round`` and
+        ``llm_call_index``); unknown -> :class:`NotFoundError`."""
+        rnd = v.integer(round, "round", minimum=0, maximum=v.MAX_INT32)
+        idx = v.integer(index, "index", minimum=0, maximum=v.MAX_INT32)
+        with self._read() as s:
+            cid = self._campaign_row(s, campaign_id).id
+            row = s.scalars(select(LLMCallRow).where(
+                LLMCallRow.campaign_id == cid, LLMCallRow.round == rnd,
+                LLMCallRow.call_index == idx)).one_or_none()
+            if row is None:
+                raise NotFoundError(f"index: no LLM call {idx} in round {rnd} of campaign {cid!r}")
+            return _llm_call(row)

@@ -3,7 +3,7 @@ create exactly this; ``tests/platform/store/test_migrations.py`` checks the two 
 
 Tables
 ------
-campaigns      one row per campaign (task, agent, LLM, budget, seed, executor, config, status)
+campaigns      one row per campaign (owner, task, agent, LLM, budget, seed, executor, config, status)
 rounds         one row per committed round: (campaign_id, round) is the unit of atomicity
 candidates     proposals of a round; each points at the evaluation recorded with it
 evaluations    every evaluation (round results and later re-scorings, e.g. on the test split)
@@ -87,6 +87,8 @@ class Base(DeclarativeBase):
 class CampaignRow(Base):
     __tablename__ = "campaigns"
     id: Mapped[str] = mapped_column(String(32), primary_key=True)
+    # Who may see it on the dashboard (revision 0003; the CLI's campaigns belong to "local").
+    owner: Mapped[str] = mapped_column(String(200), index=True)
     name: Mapped[str | None] = mapped_column(String(200))
     task: Mapped[str] = mapped_column(String(200))
     agent: Mapped[str] = mapped_column(String(64))

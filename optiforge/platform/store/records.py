@@ -55,7 +55,10 @@ class LLMCallIn:
 
 @dataclass(frozen=True)
 class Campaign:
+    """A stored campaign; ``owner`` is who may see it on the dashboard (``"local"`` for the CLI's)."""
+
     id: str
+    owner: str
     name: str | None
     task: str
     agent: str
@@ -72,10 +75,15 @@ class Campaign:
 
 @dataclass(frozen=True)
 class Candidate:
-    """A stored candidate joined with the evaluation recorded with it in its round."""
+    """A stored candidate joined with the evaluation recorded with it in its round.
+
+    ``number`` is its position in its campaign (0, 1, ... in the order stored): the name the
+    dashboard shows, since ``id`` is one global sequence (like a trial's row id).
+    """
 
     id: int
     campaign_id: str
+    number: int
     round: int
     hash: str
     operator: str
@@ -93,6 +101,20 @@ class Candidate:
     llm_call_id: int | None
     evaluation_id: int
     created_at: datetime
+
+
+@dataclass(frozen=True)
+class CandidateOutline:
+    """A stored candidate without its texts (program, idea, error, metrics): what a summary or a
+    curve over thousands of candidates needs, read in one light query."""
+
+    number: int
+    round: int
+    hash: str
+    operator: str
+    valid: bool
+    score: float | None
+    reward: float | None
 
 
 @dataclass(frozen=True)

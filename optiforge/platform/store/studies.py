@@ -5,11 +5,11 @@ from __future__ import annotations
 from collections.abc import Iterable, Sequence
 from typing import Any
 
-from sqlalchemy import select, update
+from sqlalchemy import func, select, update
 from sqlalchemy.orm import Session
 
 from optiforge import validation as v
-from optiforge.platform.store.base import StoreBase, new_id
+from optiforge.platform.store.base import StoreBase, new_id, page
 from optiforge.platform.store.errors import ConflictError, NotFoundError
 from optiforge.platform.store.models import StudyRow, TrialRow, utcnow
 from optiforge.platform.store.records import (
@@ -21,6 +21,7 @@ from optiforge.platform.store.records import (
 )
 
 _FINISHED = ("complete", "failed")
+TRIAL_ORDERS = ("number", "-number", "value", "-value")
 MAX_TRIAL_NUMBER = 2**31 - 1
 
 
@@ -55,13 +56,6 @@ def _check_number(number: Any) -> int:
 def _number_exists(num: int, sid: str) -> None:
     if num > MAX_TRIAL_NUMBER:  # beyond the column's range: no such trial (never a DB overflow)
         raise NotFoundError(f"trial_id: no trial {num} in study {sid!r}")
-
-
-def _page(q: Any, limit: Any, offset: Any) -> Any:
-    offset = v.integer(offset, "offset", minimum=0)
-    if limit is not None:
-        q = q.limit(v.integer(limit, "limit", minimum=1))
-    return q.offset(offset) if offset else q
 
 
 class StudiesMixin(StoreBase):
@@ -119,9 +113,17 @@ class StudiesMixin(StoreBase):
         q = select(StudyRow)
         if owner is not None:
             q = q.where(StudyRow.owner == v.text(owner, "owner"))
-        q = _page(q.order_by(StudyRow.created_at.desc(), StudyRow.id), limit, offset)
+        q = page(q.order_by(StudyRow.created_at.desc(), StudyRow.id), limit, offset)
         with self._read() as s:
             return [_study(r) for r in s.scalars(q)]
+
+    def count_studies(self, owner: str | None = None) -> int:
+        """How many studies (of ``owner``, or all) :meth:`list_studies` pages through."""
+        q = select(func.count()).select_from(StudyRow)
+        if owner is not None:
+            q = q.where(StudyRow.owner == v.text(owner, "owner"))
+        with self._read() as s:
+            return s.scalar(q)
 
     def _insert_trials(self, s: Session, sid: str, params: list[dict[str, Any]], state: str,
                        value: float | None) -> list[Trial]:
@@ -215,15 +217,34 @@ class StudiesMixin(StoreBase):
                 raise NotFoundError(f"trial_id: no trial {num} in study {sid!r}")
             return _trial(row)
 
-    def trials(self, study_id: str, states: Iterable[str] | None = None, *, limit: int | None = None,
-               offset: int = 0) -> list[Trial]:
-        """The study's trials by number, optionally only those in ``states``; ``limit``/``offset`` page."""
+    def _trials_query(self, s: Session, study_id: str, states: Iterable[str] | None) -> Any:
         if isinstance(states, str):
             states = [states]
         wanted = None if states is None else [v.choice(x, "states", TRIAL_STATES) for x in states]
+        sid = self._study_row(s, study_id).id
+        q = select(TrialRow).where(TrialRow.study_id == sid)
+        return q if wanted is None else q.where(TrialRow.state.in_(wanted))
+
+    def trials(self, study_id: str, states: Iterable[str] | None = None, *, limit: int | None = None,
+               offset: int = 0, order: str = "number") -> list[Trial]:
+        """The study's trials, optionally only those in ``states``; ``limit``/``offset`` page.
+
+        ``order`` is one of :data:`TRIAL_ORDERS`: by number (default) or by value (``-`` =
+        descending; trials without a value sort last).
+        """
+        order = v.choice(order, "order", TRIAL_ORDERS)
+        desc = order.startswith("-")
+        if order.endswith("value"):
+            key = TrialRow.value.desc() if desc else TrialRow.value.asc()
+            keys: tuple[Any, ...] = (key.nulls_last(), TrialRow.number)
+        else:
+            keys = (TrialRow.number.desc() if desc else TrialRow.number,)
         with self._read() as s:
-            sid = self._study_row(s, study_id).id
-            q = select(TrialRow).where(TrialRow.study_id == sid)
-            if wanted is not None:
-                q = q.where(TrialRow.state.in_(wanted))
-            return [_trial(r) for r in s.scalars(_page(q.order_by(TrialRow.number), limit, offset))]
+            q = self._trials_query(s, study_id, states).order_by(*keys)
+            return [_trial(r) for r in s.scalars(page(q, limit, offset))]
+
+    def count_trials(self, study_id: str, states: Iterable[str] | None = None) -> int:
+        """How many trials (in ``states``, or all) :meth:`trials` pages through."""
+        with self._read() as s:
+            q = self._trials_query(s, study_id, states)
+            return s.scalar(select(func.count()).select_from(q.subquery()))

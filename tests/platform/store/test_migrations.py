@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import multiprocessing as mp
+from datetime import datetime, timezone
 
 import pytest
 from alembic.autogenerate import compare_metadata
@@ -10,7 +11,7 @@ from alembic.runtime.migration import MigrationContext
 from alembic.script import ScriptDirectory
 from sqlalchemy import inspect, text
 
-from optiforge.platform.store import Store
+from optiforge.platform.store import NotFoundError, Store
 from optiforge.platform.store.engine import (
     MIGRATIONS_DIR,
     VERSION_TABLE,
@@ -58,6 +59,33 @@ def test_downgrade_and_upgrade_round_trip(storage_url: str) -> None:
     upgrade(store.engine)
     assert TABLES <= set(inspect(store.engine).get_table_names())
     assert all(c.id != cid for c in store.list_campaigns())
+    store.close()
+
+
+def test_campaigns_made_before_revision_0003_belong_to_local(storage_url: str) -> None:
+    """A database at revision 0002: its campaigns get the owner ``local`` (the operator's)."""
+    engine = make_engine(storage_url)
+    upgrade(engine, "0002")
+    now = datetime.now(timezone.utc)
+    stamp = now.replace(tzinfo=None) if engine.dialect.name == "sqlite" else now
+    with engine.begin() as conn:
+        conn.execute(text(
+            "INSERT INTO campaigns (id, task, agent, llm, budget, seed, executor, config, status, "
+            "created_at, updated_at) VALUES ('c0ffee000001', 't', 'evolution', 'm', 1, 0, 'local', "
+            "'{}', 'finished', :c, :c)"), {"c": stamp})
+    engine.dispose()
+    store = Store(storage_url)  # opening migrates to head
+    assert store.get_campaign("c0ffee000001").owner == "local"
+    assert store.get_campaign("c0ffee000001", owner="local").task == "t"
+    with pytest.raises(NotFoundError):
+        store.get_campaign("c0ffee000001", owner="alice")
+    new = store.create_campaign(task="t", agent="a", llm="m", budget=1, seed=0, executor="local",
+                                owner="alice")
+    assert [c.id for c in store.list_campaigns("alice")] == [new]
+    downgrade(store.engine, "0002")  # and back: the column goes, the campaigns stay
+    with store.engine.connect() as conn:
+        assert "owner" not in {c["name"] for c in inspect(conn).get_columns("campaigns")}
+        assert conn.execute(text("SELECT count(*) FROM campaigns")).scalar() == 2
     store.close()
 
 

@@ -103,7 +103,7 @@ def test_tokens_made_before_revision_0002_keep_working(storage_url: str) -> None
 
     store = Store(storage_url)  # opening migrates to head
     with store.engine.connect() as conn:
-        assert current_revision(conn) == "0002"
+        assert current_revision(conn) >= "0002"  # head: later revisions apply too
     assert {o: store.owner_for_token(t) for o, t in plaintexts.items()} == {"alice": "alice", "bob": "bob"}
     listed = store.list_tokens()
     assert sorted(t.owner for t in listed) == ["alice", "bob"]
