@@ -16,9 +16,14 @@ from optiforge.platform.cli import campaign, dashboard, matching, probe, study
 os.environ.setdefault("TRANSFORMERS_VERBOSITY", "error")
 os.environ.setdefault("HF_HUB_DISABLE_PROGRESS_BARS", "1")
 os.environ.setdefault("HF_HUB_OFFLINE", "1")
-# bitsandbytes warns on every CPU load that it could not fetch an optional kernel from the Hub;
-# optiforge never uses the Hub, so the warning is noise here.
-logging.getLogger("bitsandbytes.backends.cpu.ops").setLevel(logging.ERROR)
+# Libraries warn through logging on every model load (bitsandbytes: an optional kernel not fetched
+# from the Hub; kernels: a publisher check skipped offline). optiforge never uses the Hub, so these
+# are noise that would break the CLI's one-line error contract. Only errors from libraries reach
+# stderr; optiforge's own warnings still do. OPTIFORGE_LIBRARY_LOG_LEVEL=WARNING opts back in.
+_library_level = os.environ.get("OPTIFORGE_LIBRARY_LOG_LEVEL", "ERROR").upper()
+logging.getLogger().setLevel(
+    _library_level if isinstance(logging.getLevelName(_library_level), int) else logging.ERROR)
+logging.getLogger("optiforge").setLevel(logging.WARNING)
 # Deprecation notices from inside transformers/peft are for their maintainers, not our users.
 warnings.filterwarnings("ignore", category=FutureWarning, module=r"(transformers|peft)\.")
 
