@@ -190,6 +190,7 @@ class HOLLMAgent:
     def __init__(self, space: Space | Mapping[str, Any], config: HOLLMConfig | Mapping[str, Any] | None = None,
                  llm: LLM | None = None, seed: int = 0) -> None:
         self.space = space if isinstance(space, Space) else Space(space)
+        self.space.require_box("hollm")  # KD-tree regions live in the unit cube
         self.config = config if isinstance(config, HOLLMConfig) else HOLLMConfig.from_options(config)
         if isinstance(seed, bool) or not isinstance(seed, (int, np.integer)):
             raise TypeError(f"seed: expected an integer, got {seed!r}")
