@@ -309,7 +309,8 @@ class Simplex(RiemannianManifold):
         self.k, self.m, self.barrier = int(k), int(m), barrier
         self.size, self.dim = self.k * self.m, (self.k - 1) * self.m
         self.retraction, self.margin, self.exp_steps = retraction, float(margin), int(exp_steps)
-        self.radius = barrier.radius if barrier is not None else 0.0
+        # Without a barrier no radius is safe everywhere; the unconstrained baseline takes any mu.
+        self.radius = barrier.radius if barrier is not None else math.inf
         self._H = _helmert(self.k)
 
     def _P(self, x: np.ndarray) -> np.ndarray:
@@ -348,11 +349,16 @@ class Simplex(RiemannianManifold):
 
         ``phi = log(h) / 2`` and ``P`` projects onto the tangent plane (Christoffel symbols of
         a conformally flat metric). Works on batches: ``x`` and ``u`` of shape ``(..., size)``.
+        The geodesic has constant ``g'``-speed ``||u||_g'``; the number of RK4 steps keeps each
+        one within ``rho / 20`` of ``g'``-length, so a long geodesic is followed as finely as a
+        short one near the boundary.
         """
         assert self.barrier is not None
         P0, V0 = self._P(x), self._P(u)
         P0 = np.broadcast_to(P0, np.broadcast_shapes(P0.shape, V0.shape))
-        barrier, n = self.barrier, self.exp_steps
+        barrier = self.barrier
+        length = float(np.max(np.sqrt(barrier.h(P0) * np.sum(V0 * V0, axis=-1))))
+        n = int(min(max(self.exp_steps, math.ceil(20 * length / barrier.radius)), 100_000))
 
         def accel(P: np.ndarray, V: np.ndarray) -> np.ndarray:
             g = 0.5 * barrier.grad_log_h(P)
