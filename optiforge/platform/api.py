@@ -163,7 +163,23 @@ def _schemas(limits: ServiceLimits, llm_names: list[str]) -> dict[str, type[Base
         choices: list[Annotated[str, StringConstraints(max_length=limits.max_name_chars)] | Bound | Finite | bool | None] = Field(
             min_length=1, max_length=limits.max_choices, description="Distinct JSON scalars.")
 
-    ParamSpec = Annotated[FloatParamSpec | IntParamSpec | CategoricalParamSpec, Field(discriminator="type")]
+    ManifoldDim = Annotated[Int, Field(ge=2, le=limits.max_manifold_dim)]
+
+    class SimplexParamSpec(_Body):
+        type: Literal["simplex"]
+        dim: ManifoldDim = Field(description="Number of weights (>= 0, summing to 1).")
+
+    class SphereParamSpec(_Body):
+        type: Literal["sphere"]
+        dim: ManifoldDim = Field(description="Dimension of the ambient space (unit vectors).")
+
+    class SpdParamSpec(_Body):
+        type: Literal["spd"]
+        n: Annotated[Int, Field(ge=1, le=limits.max_spd_n)] = Field(description="Matrix size.")
+        scale: Annotated[float, Field(gt=0, allow_inf_nan=False)] = 1.0
+
+    ParamSpec = Annotated[FloatParamSpec | IntParamSpec | CategoricalParamSpec | SimplexParamSpec
+                          | SphereParamSpec | SpdParamSpec, Field(discriminator="type")]
     bounds = ", ".join(f"{k} <= {v}" for k, v in limits.agent_option_bounds.items())
     llms = ", ".join(llm_names) or "none configured"
 

@@ -1,0 +1,96 @@
+"""A manifold study driven over HTTP: a real uvicorn server, the zo-riemannian agent, a restart."""
+
+from __future__ import annotations
+
+import socket
+import threading
+import time
+
+import httpx
+import numpy as np
+import pytest
+import uvicorn
+
+from optiforge import Client
+from optiforge.blackbox import Space
+from optiforge.platform.api import create_app
+from optiforge.platform.store import Store
+
+SPACE = {"w": {"type": "simplex", "dim": 3}, "u": {"type": "sphere", "dim": 3},
+         "S": {"type": "spd", "n": 2}}
+Q = np.array([0.6, 0.3, 0.1])
+
+
+def objective(p):
+    return float(np.sum((np.array(p["w"]) - Q) ** 2) + np.array(p["u"]) @ np.diag([2.0, 1.0, 0.5]) @ p["u"]
+                 + np.sum((np.array(p["S"]) - np.eye(2)) ** 2))
+
+
+def _serve(store):
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        port = s.getsockname()[1]
+    srv = uvicorn.Server(uvicorn.Config(create_app(store), host="127.0.0.1", port=port, log_level="warning"))
+    thread = threading.Thread(target=srv.run, daemon=True)
+    thread.start()
+    deadline = time.monotonic() + 30
+    while not srv.started:
+        assert time.monotonic() < deadline, "server did not start"
+        time.sleep(0.05)
+    return srv, thread, f"http://127.0.0.1:{port}"
+
+
+@pytest.fixture
+def store(tmp_path):
+    return Store(f"sqlite:///{tmp_path / 'api.db'}")
+
+
+def test_manifold_study_over_http_survives_a_server_restart(store):
+    token = store.create_token("alice")
+    srv, thread, url = _serve(store)
+    try:
+        with Client(url, token) as client:
+            study = client.create_study(SPACE, agent="zo-riemannian", seed=2,
+                                        agent_options={"eta": 0.3, "mu": 0.05, "schedule": "constant"})
+            for _ in range(40):
+                for t in study.ask(2):
+                    study.tell(t.id, objective(t.params))
+            sid = study.id
+    finally:
+        srv.should_exit = True
+        thread.join(timeout=10)
+    srv, thread, url = _serve(store)  # a new server: a fresh agent, fed the stored trials
+    try:
+        with Client(url, token) as client:
+            study = client.get_study(sid)
+            for _ in range(40):
+                for t in study.ask(2):
+                    study.tell(t.id, objective(t.params))
+            trials = study.trials
+    finally:
+        srv.should_exit = True
+        thread.join(timeout=10)
+    space = Space(SPACE)
+    assert len(trials) == 160 and all(space.validate(t.params) for t in trials)
+    values = [t.value for t in trials]
+    assert np.mean(values[-10:]) < np.mean(values[:10])
+
+
+@pytest.mark.parametrize(("body", "needle"), [
+    ({"space": {"w": {"type": "simplex", "dim": 1}}, "agent": "zo-riemannian"}, "space.w.simplex.dim"),
+    ({"space": {"S": {"type": "spd", "n": 31}}, "agent": "zo-riemannian"}, "space.S.spd.n"),
+    ({"space": {"w": {"type": "simplex", "dim": 3}}, "agent": "hollm"},
+     "space.w: the hollm agent searches box parameters"),
+    ({"space": {"n": {"type": "int", "low": 0, "high": 3}}, "agent": "zo-riemannian"}, "space.n:"),
+    ({"space": SPACE, "agent": "zo-riemannian", "agent_options": {"budget": 10**9}}, "agent_options.budget"),
+])
+def test_bad_manifold_studies_are_4xx_json_naming_the_field(store, body, needle):
+    token = store.create_token("bob")
+    srv, thread, url = _serve(store)
+    try:
+        r = httpx.post(f"{url}/v1/studies", json=body, headers={"Authorization": f"Bearer {token}"})
+    finally:
+        srv.should_exit = True
+        thread.join(timeout=10)
+    assert r.status_code == 422, r.text
+    assert r.json()["error"] == "invalid" and needle in r.json()["message"], r.json()
