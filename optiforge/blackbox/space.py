@@ -565,6 +565,11 @@ class Space:
     def __repr__(self) -> str:
         return f"Space({self.to_dict()!r})"
 
+    def _require_cube(self) -> None:
+        for p in self.manifold_params():
+            raise TypeError(f"space.{p.name}: a {p.to_dict()['type']} parameter has no unit-cube "
+                            "encoding (only box parameters do)")
+
     # ------------------------------------------------------------------ values
     def validate(self, params: Any) -> dict[str, Any]:
         """Check a full assignment and return it normalised (ints as int, floats as float).
@@ -588,13 +593,13 @@ class Space:
 
     def encode(self, params: Mapping[str, Any]) -> np.ndarray:
         """Validated parameter values -> a point of ``[0, 1]^d`` (box spaces only)."""
-        self.require_box("unit-cube encoding (HOLLM)")
+        self._require_cube()
         clean = self.validate(params)
         return np.array([p.encode(clean[n]) for n, p in self.params.items()], dtype=float)
 
     def decode(self, u: Sequence[float] | np.ndarray) -> dict[str, Any]:
         """A point of ``[0, 1]^d`` (clipped) -> parameter values."""
-        self.require_box("unit-cube encoding (HOLLM)")
+        self._require_cube()
         arr = np.asarray(u, dtype=float).reshape(-1)
         if arr.shape[0] != self.dim:
             raise ValueError(f"u: expected {self.dim} coordinates, got {arr.shape[0]}")
