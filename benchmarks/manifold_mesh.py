@@ -26,14 +26,18 @@ from __future__ import annotations
 
 import argparse
 import json
-import math
 import time
 from pathlib import Path
 
 import numpy as np
 from scipy.special import j0
 
-from optiforge.blackbox.riemannian import ConformalBarrier, Schedule, ZORiemannianSGD, sample_direction
+from optiforge.blackbox.riemannian import (
+    ConformalBarrier,
+    Schedule,
+    ZORiemannianSGD,
+    sample_direction,
+)
 from optiforge.blackbox.riemannian.mesh import TutteMesh, interpolate_on_grid, interpolation_error
 
 ROOT = Path(__file__).resolve().parent.parent
