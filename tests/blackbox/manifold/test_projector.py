@@ -97,3 +97,17 @@ def test_bad_input_names_the_argument(tmp_path):
         ScoreModel.load(bad)
     with pytest.raises(ValueError, match="system: "):
         trajectories("bicycle", 2, 8)
+
+
+def test_a_ddpm_noise_predictor_plugs_in():
+    """For data at one point y0 the exact noise predictor makes Tweedie's estimate exactly y0."""
+    y0 = torch.tensor([0.3, -0.7])
+    abar = torch.linspace(0.99, 0.01, 50)
+
+    def eps_model(x, t):
+        a = abar[t.long()].reshape(-1, 1)
+        return (x - a.sqrt() * y0) / (1 - a).sqrt()
+
+    proj = ScoreProjector.from_ddpm(eps_model, abar, timestep=20)
+    x = torch.randn(5, 2)
+    assert torch.allclose(proj(x), y0.expand(5, 2), atol=1e-10)
