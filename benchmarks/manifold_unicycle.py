@@ -6,8 +6,9 @@ tracking cost ``sum_k 0.01 |u_k|^2 + |y_k - r_k|^2`` of a circular-arc reference
 trajectory follows, by DRGD and DLF from the training trajectory with the lowest cost (the
 reference's choice). The judge is the true system: the optimised inputs ``u`` are replayed on the
 unicycle and the tracking cost of the outputs it really produces is compared with the best
-training trajectory's. Reference defaults: score time 0.3, ``gamma = 2e-2``, 100 steps (the paper
-runs 2,500 iterations on 20,000 trajectories of length 100; sizes here fit a 2-core CPU).
+training trajectory's. DLF at the reference's score time 0.3, DRGD at 0.3, 0.1 and 0.03;
+``gamma = 2e-2``, 300 steps (the paper runs 2,500 iterations on 20,000 trajectories of length
+100; sizes here fit a 2-core CPU).
 
 Run: ``python benchmarks/manifold_unicycle.py``; writes docs/img/manifold_unicycle.png and
 docs/benchmarks/manifold_unicycle.json.
@@ -24,6 +25,7 @@ import numpy as np
 import torch
 
 from optiforge.blackbox.manifold import (
+    ScoreModel,
     Unicycle,
     dlf,
     drgd,
@@ -47,6 +49,9 @@ def main() -> None:
     ap.add_argument("--gamma", type=float, default=2e-2)
     ap.add_argument("--steps", type=int, default=300)
     ap.add_argument("--landing", type=float, default=1.0)
+    ap.add_argument("--drgd-t", type=float, nargs="+", default=[0.3, 0.1, 0.03],
+                    help="projector noise levels for DRGD (its iterated projection drifts at large t)")
+    ap.add_argument("--model", default=None, help="save the trained score here, or load it if it exists")
     args = ap.parse_args()
     t0 = time.perf_counter()
     data = trajectories("unicycle", args.n, args.length, seed=0)
@@ -60,8 +65,13 @@ def main() -> None:
         if i % max(1, total // 10) == 0:
             print(f"  train {i}/{total} loss {loss:.4f} ({time.perf_counter() - t0:.0f} s)", flush=True)
 
-    model = fit_score(torch.tensor(data, dtype=torch.float32), steps=args.train_steps, batch=256,
-                      width=args.width, sigma_min=0.005, sigma_max=5.0, progress=progress)
+    if args.model and Path(args.model).is_file():
+        model = ScoreModel.load(args.model)
+    else:
+        model = fit_score(torch.tensor(data, dtype=torch.float32), steps=args.train_steps, batch=256,
+                          width=args.width, sigma_min=0.005, sigma_max=5.0, progress=progress)
+        if args.model:
+            model.save(args.model)
     train_s = time.perf_counter() - t0
     f = tracking_objective(torch.tensor(ref, dtype=torch.float32))
     proj = model.projector(args.t)
@@ -70,11 +80,13 @@ def main() -> None:
     out = {"args": vars(args), "best_training_cost": float(costs[best]), "train_s": train_s,
            "final_train_loss": float(np.mean(model.losses[-50:])), "methods": {}}
     paths = {}
-    for name, run in (("drgd", lambda: drgd(f, proj, x0, args.steps, gamma=args.gamma)),
-                      ("dlf", lambda: dlf(f, proj, x0, args.steps, gamma=args.gamma, landing=args.landing))):
-        res = run()
+    runs = [(f"dlf t={args.t}", proj, lambda p: dlf(f, p, x0, args.steps, gamma=args.gamma, landing=args.landing))]
+    runs += [(f"drgd t={t}", model.projector(t), lambda p: drgd(f, p, x0, args.steps, gamma=args.gamma))
+             for t in args.drgd_t]
+    for name, proj, run in runs:
+        res = run(proj)
         with torch.no_grad():
-            x = (proj(res.x) if name == "dlf" else res.x).double().numpy()[0]
+            x = (proj(res.x) if name.startswith("dlf") else res.x).double().numpy()[0]
         u = x[:, :2]
         y_true = uni.simulate(u[None])[0]
         true_cost = float(tracking_cost(np.concatenate([u, y_true], axis=1), ref))
