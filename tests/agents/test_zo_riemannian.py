@@ -35,8 +35,9 @@ def home(tmp_path, monkeypatch):
 
 
 @pytest.fixture
-def store(tmp_path):
-    return Store(f"sqlite:///{tmp_path / 'zo.db'}")
+def store(storage_url):
+    """SQLite, and PostgreSQL when configured: replay matches points after a JSONB round trip."""
+    return Store(storage_url)
 
 
 def _drive(study, steps, n=2):

@@ -41,8 +41,9 @@ def _serve(store):
 
 
 @pytest.fixture
-def store(tmp_path):
-    return Store(f"sqlite:///{tmp_path / 'api.db'}")
+def store(storage_url):
+    """SQLite, and PostgreSQL when configured: replay matches points after a JSONB round trip."""
+    return Store(storage_url)
 
 
 def test_manifold_study_over_http_survives_a_server_restart(store):
