@@ -261,7 +261,7 @@ MANIFOLD_ATOL = 1e-6
 """Tolerance of the manifold constraints (sum to 1, unit norm, symmetry, relative to the scale)."""
 
 
-def _dimension(value: Any, what: str, minimum: int) -> int:
+def _dimension(value: Any, what: str, minimum: int, maximum: int | None = None) -> int:
     if isinstance(value, bool) or not isinstance(value, (int, np.integer)):
         if isinstance(value, float) and value.is_integer():
             value = int(value)
@@ -270,6 +270,8 @@ def _dimension(value: Any, what: str, minimum: int) -> int:
     value = int(value)
     if value < minimum:
         raise ValueError(f"{what}: must be >= {minimum}, got {value}")
+    if maximum is not None and value > maximum:
+        raise ValueError(f"{what}: at most {maximum}, got {value}")
     return value
 
 
@@ -301,10 +303,7 @@ class SimplexParam:
     dim: int
 
     def __post_init__(self) -> None:
-        dim = _dimension(self.dim, f"space.{self.name}.dim", 2)
-        if dim > MAX_MANIFOLD_COORDS:
-            raise ValueError(f"space.{self.name}.dim: at most {MAX_MANIFOLD_COORDS}, got {dim}")
-        object.__setattr__(self, "dim", dim)
+        object.__setattr__(self, "dim", _dimension(self.dim, f"space.{self.name}.dim", 2, MAX_MANIFOLD_COORDS))
 
     @property
     def size(self) -> int:
@@ -339,10 +338,7 @@ class SphereParam:
     dim: int
 
     def __post_init__(self) -> None:
-        dim = _dimension(self.dim, f"space.{self.name}.dim", 2)
-        if dim > MAX_MANIFOLD_COORDS:
-            raise ValueError(f"space.{self.name}.dim: at most {MAX_MANIFOLD_COORDS}, got {dim}")
-        object.__setattr__(self, "dim", dim)
+        object.__setattr__(self, "dim", _dimension(self.dim, f"space.{self.name}.dim", 2, MAX_MANIFOLD_COORDS))
 
     @property
     def size(self) -> int:

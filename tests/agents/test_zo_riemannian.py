@@ -1,4 +1,5 @@
-"""The zo-riemannian agent through Study, campaigns and a kill: on the manifold, and resumable."""
+"""The zo-riemannian agent through Study and a kill: on the manifold, and resumable (its campaign
+resume test is in tests/platform/campaigns/test_campaign_runs.py)."""
 
 from __future__ import annotations
 
@@ -9,7 +10,6 @@ from optiforge import create_study, load_study
 from optiforge.agents.registry import make_blackbox_agent
 from optiforge.agents.zo_riemannian import ZORiemannianAgent
 from optiforge.blackbox import Space
-from optiforge.platform.campaigns import create_campaign, run_campaign
 from optiforge.platform.store import Store
 
 SPACE = {"w": {"type": "simplex", "dim": 4}, "u": {"type": "sphere", "dim": 3},
@@ -109,25 +109,3 @@ def test_hollm_refuses_manifold_parameters_and_zo_refuses_discrete_ones(store):
     # random search samples manifold parameters too
     study = create_study(SPACE, agent="random", storage=store, seed=0)
     assert all(Space(SPACE).validate(t.params) for t in study.ask(5))
-
-
-def _interrupt_after(n):
-    def progress(done, total, best):
-        if done >= n:
-            raise KeyboardInterrupt
-
-    return progress
-
-
-def test_campaign_with_zo_riemannian_resumes_to_the_same_points(home):
-    store = Store()
-    opts = {"agent_options": {"eta": 0.5, "mu": 0.5}}
-    whole = create_campaign(store, task="branin", agent="zo-riemannian", budget=16, seed=4, config=opts)
-    split = create_campaign(store, task="branin", agent="zo-riemannian", budget=16, seed=4, config=opts)
-    run_campaign(store, whole)
-    with pytest.raises(KeyboardInterrupt):
-        run_campaign(store, split, _interrupt_after(6))
-    run_campaign(store, split)
-    points = [[t.params for t in store.trials(store.get_campaign(c).config["study_id"])]
-              for c in (whole, split)]
-    assert points[0] == points[1] and len(points[0]) == 16
