@@ -168,8 +168,11 @@ def optimize(
     with torch.no_grad():
         values = f(X)
     x0 = X if all_rows else X[int(torch.argmin(values))][None]
-    run = dlf(f, proj, x0, steps, gamma=gamma, landing=landing) if method == "dlf" else \
-        drgd(f, proj, x0, steps, gamma=gamma)
+    try:
+        run = dlf(f, proj, x0, steps, gamma=gamma, landing=landing) if method == "dlf" else \
+            drgd(f, proj, x0, steps, gamma=gamma)
+    except FloatingPointError as exc:  # a diverging run is bad input (gamma, or a non-finite f)
+        raise ValueError(f"gamma: {exc}, or the objective is not finite") from None
     with torch.no_grad():
         final = proj(run.x) if method == "dlf" else run.x
     np.save(out, final.numpy())

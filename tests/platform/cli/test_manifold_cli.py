@@ -24,7 +24,7 @@ def run(*args):
     return CliRunner().invoke(app, [str(a) for a in args])
 
 
-def test_data_fit_score_optimize_end_to_end(tmp_path):
+def test_data_fit_score_optimize_end_to_end(tmp_path, monkeypatch):
     data, score, out = tmp_path / "circle.npy", tmp_path / "s.pt", tmp_path / "x.npy"
     r = run("manifold", "data", "--synthetic", "circle", "--n", 512, "--out", data)
     assert r.exit_code == 0, r.output
@@ -39,6 +39,12 @@ def test_data_fit_score_optimize_end_to_end(tmp_path):
     assert r.exit_code == 0, r.output
     res = json.loads(r.output)
     assert np.load(out).shape == (1, 2) and np.isfinite(res["final_objective"])
+    # a run that diverges (here: an objective that is NaN) is one error line, not a traceback
+    (tmp_path / "nan_objective.py").write_text("def f(x):\n    return x.sum(dim=1) * float('nan')\n")
+    monkeypatch.syspath_prepend(str(tmp_path))
+    r = run("manifold", "optimize", "--score", score, "--objective", "nan_objective:f", "--start", data,
+            "--t", 0.2, "--steps", 5, "--out", out)
+    assert r.exit_code == 2 and "error: gamma:" in r.output and "Traceback" not in r.output, r.output
     traj = tmp_path / "traj.npy"
     r = run("manifold", "data", "--system", "unicycle", "--n", 3, "--length", 8, "--out", traj)
     assert r.exit_code == 0 and np.load(traj).shape == (3, 8, 4)
