@@ -290,14 +290,8 @@ def _vector(value: Any, name: str, length: int) -> np.ndarray:
 
 
 @dataclass(frozen=True)
-class SimplexParam:
-    """A point of the probability simplex ``{p in R^dim : p_i >= 0, sum p_i = 1}``.
-
-    ``random`` draws from the flat Dirichlet(1, ..., 1) law, which is the uniform law for the
-    Lebesgue (surface) measure of the simplex. Values are JSON lists; ``validate`` accepts a sum
-    within :data:`MANIFOLD_ATOL` of 1 and returns the numbers as given (not renormalised, so a
-    stored point is evaluated exactly as stored).
-    """
+class _VectorParam:
+    """A manifold parameter whose value is a JSON list of ``dim`` numbers (simplex, sphere)."""
 
     name: str
     dim: int
@@ -309,6 +303,17 @@ class SimplexParam:
     def size(self) -> int:
         """Coordinates of a value."""
         return self.dim
+
+
+@dataclass(frozen=True)
+class SimplexParam(_VectorParam):
+    """A point of the probability simplex ``{p in R^dim : p_i >= 0, sum p_i = 1}``.
+
+    ``random`` draws from the flat Dirichlet(1, ..., 1) law, which is the uniform law for the
+    Lebesgue (surface) measure of the simplex. Values are JSON lists; ``validate`` accepts a sum
+    within :data:`MANIFOLD_ATOL` of 1 and returns the numbers as given (not renormalised, so a
+    stored point is evaluated exactly as stored).
+    """
 
     def validate(self, value: Any) -> list[float]:
         p = _vector(value, self.name, self.dim)
@@ -327,22 +332,12 @@ class SimplexParam:
 
 
 @dataclass(frozen=True)
-class SphereParam:
+class SphereParam(_VectorParam):
     """A unit vector of ``R^dim`` (the sphere ``S^(dim-1)``).
 
     ``random`` normalises a standard Gaussian vector: uniform for the sphere's surface measure.
     ``validate`` accepts a norm within :data:`MANIFOLD_ATOL` of 1.
     """
-
-    name: str
-    dim: int
-
-    def __post_init__(self) -> None:
-        object.__setattr__(self, "dim", _dimension(self.dim, f"space.{self.name}.dim", 2, MAX_MANIFOLD_COORDS))
-
-    @property
-    def size(self) -> int:
-        return self.dim
 
     def validate(self, value: Any) -> list[float]:
         u = _vector(value, self.name, self.dim)
