@@ -74,7 +74,7 @@ def dirichlet_partition(labels: np.ndarray, n_agents: int, alpha: float,
                 props = np.full(n_agents, 1.0 / n_agents)
             else:
                 props = rng.dirichlet(np.full(n_agents, float(alpha)))
-            cuts = (np.cumsum(props)[:-1] * len(idx)).astype(int)
+            cuts = np.rint(np.cumsum(props)[:-1] * len(idx)).astype(int)  # rint: 0.7 * 100 is 69.99...
             for agent, chunk in enumerate(np.split(idx, cuts)):
                 parts[agent].append(chunk)
         shards = [np.sort(np.concatenate(p)) for p in parts]

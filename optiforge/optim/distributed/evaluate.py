@@ -40,7 +40,10 @@ def accuracy_and_loss(model: FlatModel, thetas: torch.Tensor, x: torch.Tensor,
     def one(theta: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
         out = model.forward(theta, x)
         loss = model.loss_fn(out, y).mean()
-        acc = (out.argmax(-1) == y).to(out.dtype).mean() if out.ndim == 2 else torch.zeros(())
+        if y.is_floating_point():  # regression: no accuracy
+            acc = torch.zeros((), dtype=out.dtype)
+        else:
+            acc = (out.argmax(-1) == y).to(out.dtype).mean()
         return acc, loss
 
     acc, loss = vmap(one)(thetas)

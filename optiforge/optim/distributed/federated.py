@@ -411,7 +411,7 @@ def train_federated(engine: Engine, model: FlatModel, data: Dataset, shards: lis
         ``test_acc``, ``test_loss``, ``worst_client_loss`` / ``mean_client_loss`` (each client's
         own objective ``f_i`` on its whole shard), ``worst_client_acc``, ``pi_max``,
         ``participants``. ``final``: the last value of each, and ``accuracy`` (test accuracy of
-        the server model).
+        the server model). ``curves["pi"]``: the client weights at each measurement.
     """
     if not isinstance(method, FederatedMethod):
         raise TypeError(f"method: expected a FederatedMethod, got {type(method).__name__}")
@@ -438,7 +438,9 @@ def train_federated(engine: Engine, model: FlatModel, data: Dataset, shards: lis
                "pi_max": float(method.weights(state).max()), "participants": seen}
         for key, v in row.items():
             curves[key].append(v)
+        curves["pi"].append([float(v) for v in method.weights(state)])
 
+    curves["pi"] = []
     record(0)
     for k in range(1, config.rounds + 1):
         draws = rng.random(m)  # m draws every round, whoever takes part
@@ -453,7 +455,7 @@ def train_federated(engine: Engine, model: FlatModel, data: Dataset, shards: lis
             record(k)
         if progress is not None:
             progress(k, config.rounds)
-    final = {key: curves[key][-1] for key in names if key != "round"}
+    final: dict[str, Any] = {key: curves[key][-1] for key in names if key != "round"}
     final["accuracy"] = final["test_acc"]
     cfg = {**asdict(config), "method": describe_method(method), "clients": m}
     return RunResult("federated", curves, final, theta, cfg)

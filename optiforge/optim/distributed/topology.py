@@ -93,16 +93,20 @@ class Gossip:
     def __post_init__(self) -> None:
         check.unit(self.r, "r", closed=True)
 
-    def edges(self, m: int, rng: np.random.Generator) -> np.ndarray:
-        """The round's undirected edges as a boolean adjacency matrix."""
+    def picks(self, m: int, rng: np.random.Generator) -> np.ndarray:
+        """Each agent's chosen peer this round, ``-1`` for agents that stay silent."""
         active = rng.random(m) < self.r
         # A peer among the other m - 1 agents: draw in [0, m-1) and skip over oneself.
         peer = rng.integers(0, max(m - 1, 1), size=m)
         peer = peer + (peer >= np.arange(m))
+        return np.where(active & (m > 1), peer, -1)
+
+    def edges(self, m: int, rng: np.random.Generator) -> np.ndarray:
+        """The round's undirected edges as a boolean adjacency matrix."""
+        peer = self.picks(m, rng)
+        src = np.flatnonzero(peer >= 0)
         adj = np.zeros((m, m), dtype=bool)
-        if m > 1:
-            src = np.flatnonzero(active)
-            adj[src, peer[src]] = True
+        adj[src, peer[src]] = True
         return adj | adj.T
 
     def matrix(self, m: int, rng: np.random.Generator) -> np.ndarray | None:
