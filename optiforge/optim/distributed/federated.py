@@ -194,7 +194,7 @@ class ADI:
     """
 
     lr: float = 0.1
-    pi_lr: float = 0.5
+    pi_lr: float = 0.2
     a: float = 2.0
     alpha: float = 1.0
     compressor: Compressor = field(default_factory=Identity)

@@ -43,7 +43,7 @@ METHODS = ("adi", "diana", "ef21", "fedavg")
 AGENTS = typer.Option(16, "--agents", help="Agents (decentralized) or clients (federated).")
 ALPHA = typer.Option(0.1, "--alpha", help="Dirichlet concentration of the non-IID split (inf: IID).")
 DATA = typer.Option("digits", "--data", help="digits (scikit-learn's bundled) | synthetic.")
-HIDDEN = typer.Option("128,128", "--hidden", help="MLP hidden widths, comma-separated ('' = linear model).")
+HIDDEN_HELP = "MLP hidden widths, comma-separated ('' = softmax regression)."
 ENGINE = typer.Option("local", "--engine", help="local (in process, vmap) | ray (one actor per agent).")
 ADDRESS = typer.Option(None, "--address", help="Ray cluster address (default: start a local Ray).")
 NUM_CPUS = typer.Option(None, "--num-cpus", help="CPUs of a locally started Ray.")
@@ -126,7 +126,7 @@ def decentralized(
     agents: int = AGENTS,
     alpha: float = ALPHA,
     data: str = DATA,
-    hidden: str = HIDDEN,
+    hidden: str = typer.Option("128,128", "--hidden", help=HIDDEN_HELP),
     rounds: int = typer.Option(200, "--rounds", help="Communication rounds."),
     local_steps: int = typer.Option(5, "--local-steps", help="SGD steps per agent per round."),
     batch_size: int = typer.Option(32, "--batch-size", help="Mini-batch per agent."),
@@ -208,7 +208,8 @@ def federated(
     agents: int = AGENTS,
     alpha: float = ALPHA,
     data: str = DATA,
-    hidden: str = HIDDEN,
+    hidden: str = typer.Option("", "--hidden", help=HIDDEN_HELP + " Default: softmax regression, "
+                               "convex as in ADI's theory."),
     method: list[str] = typer.Option(  # noqa: B006 - typer reads the default, never mutates it
         ["adi"], "--method", "-m", help="adi | diana | ef21 | fedavg (repeatable: compared in one plot)."),
     rounds: int = typer.Option(300, "--rounds", help="Communication rounds."),
@@ -217,7 +218,7 @@ def federated(
     fraction: float = typer.Option(0.1, "--fraction", help="Share of entries kept by randk / topk."),
     participation: float = typer.Option(1.0, "--participation", help="Probability that a client takes part in a round."),
     a: float = typer.Option(4.0, "--a", help="ADI: weight cap a/M, 1 <= a <= agents (1 = plain averaging)."),
-    pi_lr: float = typer.Option(1.0, "--pi-lr", help="ADI: mirror-ascent step on the client weights."),
+    pi_lr: float = typer.Option(0.2, "--pi-lr", help="ADI: mirror-ascent step on the client weights."),
     optimism: float = typer.Option(1.0, "--optimism", help="ADI: optimism α of the server step (0: plain)."),
     batch_size: int = typer.Option(None, "--batch-size", help="Client mini-batch (default: whole shard; FedAvg: 32)."),
     local_steps: int = typer.Option(5, "--local-steps", help="FedAvg: local SGD steps."),
