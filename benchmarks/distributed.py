@@ -83,8 +83,12 @@ def fmt(values: list[float], digits: int = 3) -> str:
     return f"{m:.{digits}f} ± {s:.{digits}f}"
 
 
-def mean_curve(runs: list[RunResult], key: str) -> tuple[list[float], np.ndarray]:
-    return runs[0].curves["round"], np.mean([r.curves[key] for r in runs], axis=0)
+def mean_curves(runs: list[RunResult], keys: tuple[str, ...]) -> dict[str, list[float]]:
+    """Seed-mean of each curve in ``keys`` (plus the rounds), for the JSON and the figures."""
+    out = {"round": list(runs[0].curves["round"])}
+    for key in keys:
+        out[key] = [float(v) for v in np.mean([r.curves[key] for r in runs], axis=0)]
+    return out
 
 
 # --------------------------------------------------------------------------- decentralized
@@ -115,44 +119,55 @@ def decentralized(seeds: int, rounds: int) -> dict[str, Any]:
     rows = {name: {"merged_acc": [r.final["merged_acc"] for r in rs],
                    "local_acc_mean": [r.final["local_acc_mean"] for r in rs],
                    "bits": [r.final["bits"] for r in rs]} for name, rs in results.items()}
+    curves = {name: mean_curves(rs, ("merged_acc", "local_acc_mean")) for name, rs in results.items()}
     print(f"\n### Decentralized: 16 agents, Dirichlet 0.1, {rounds} rounds, {seeds} seeds ({wall:.0f} s)\n")
     print("| schedule | merged model acc | local models mean acc | Gbit sent |")
     print("|---|---|---|---|")
     for name, row in rows.items():
         print(f"| {name} | {fmt(row['merged_acc'])} | {fmt(row['local_acc_mean'])} | "
               f"{np.mean(row['bits']) / 1e9:.2f} |")
+    late, early = np.array(rows["late windows"]["merged_acc"]), np.array(rows["early windows"]["merged_acc"])
+    print(f"\nlate - early (merged model), per seed: {np.round(late - early, 3).tolist()}")
+    return {"rounds": rounds, "seeds": seeds, "wall_s": round(wall, 1), "rows": rows, "curves": curves}
 
+
+SHORT = {"late windows": "late\nwindows", "early windows": "early\nwindows",
+         "uniform windows": "uniform\nwindows", "R=0.2 + final merge": "R=0.2\n+ merge",
+         "parallel SGD": "parallel\nSGD", "no communication + final merge": "no comm.\n+ merge",
+         "no communication + final merge (independent inits)": "no comm.\n+ merge\nindep. inits",
+         "R=0.2 + final merge (independent inits)": "R=0.2\n+ merge\nindep. inits"}
+
+
+def plot_decentralized(res: dict[str, Any]) -> Path:
+    rows, curves = res["rows"], res["curves"]
     plt = pyplot()
-    fig, axes = plt.subplots(1, 3, figsize=(16, 4.2))
+    fig, axes = plt.subplots(1, 3, figsize=(17, 4.4))
     for name in ("late windows", "early windows", "uniform windows"):
-        x, y = mean_curve(results[name], "merged_acc")
-        axes[0].plot(x, y, label=name)
-    axes[0].set(title="all-reduce windows at an equal budget (10%), gossip R=0.2",
-                xlabel="round", ylabel="merged model: test accuracy")
-    for name in ("R=0.2 + final merge", "parallel SGD", "no communication + final merge"):
-        for key, ls in (("local_acc_mean", "--"), ("merged_acc", "-")):
-            x, y = mean_curve(results[name], key)
-            axes[1].plot(x, y, ls=ls, label=f"{name}: {'local mean' if ls == '--' else 'merged'}")
+        axes[0].plot(curves[name]["round"], curves[name]["merged_acc"], label=name)
+    axes[0].set(title="all-reduce windows, equal budget (10% of rounds), gossip R=0.2",
+                xlabel="round", ylabel="merged model: test accuracy", ylim=(0.6, 1.0))
+    for k, name in enumerate(("R=0.2 + final merge", "parallel SGD", "no communication + final merge")):
+        c = curves[name]
+        axes[1].plot(c["round"], c["merged_acc"], color=f"C{k}", label=f"{name}: merged model")
+        axes[1].plot(c["round"], c["local_acc_mean"], color=f"C{k}", ls="--", label=f"{name}: local models")
     axes[1].set(title="local models (--) vs their global average (—)", xlabel="round",
                 ylabel="test accuracy")
     names = list(rows)
-    short = [n.replace(" + final merge", "\n+ merge").replace(" (independent inits)", "\n(indep. init)")
-             .replace(" windows", "\nwindows") for n in names]
     pos = np.arange(len(names))
-    axes[2].bar(pos - 0.2, [np.mean(rows[n]["local_acc_mean"]) for n in names], 0.4,
-                yerr=[np.std(rows[n]["local_acc_mean"]) for n in names], label="local models (mean)")
-    axes[2].bar(pos + 0.2, [np.mean(rows[n]["merged_acc"]) for n in names], 0.4,
-                yerr=[np.std(rows[n]["merged_acc"]) for n in names], label="merged model")
+    for off, key, label in ((-0.2, "local_acc_mean", "local models (mean)"), (0.2, "merged_acc", "merged model")):
+        axes[2].bar(pos + off, [np.mean(rows[n][key]) for n in names], 0.4,
+                    yerr=[np.std(rows[n][key]) for n in names], label=label)
     axes[2].axhline(0.1, color="k", ls=":", label="chance")
-    axes[2].set_xticks(pos, short, fontsize=6.5)
-    axes[2].set(ylabel="final test accuracy", title="end of training")
-    for ax in axes[:2]:
+    axes[2].set_xticks(pos, [SHORT.get(n, n) for n in names], fontsize=7)
+    axes[2].set(ylabel="final test accuracy", title="end of training (after the final merge, if any)")
+    for ax in axes:
         ax.legend(fontsize=7)
+    for ax in axes[:2]:
         ax.grid(alpha=0.3)
-    axes[2].legend(fontsize=7)
+    fig.suptitle(f"digits, 16 agents, Dirichlet 0.1, MLP 64-128-128-10, {res['rounds']} rounds x 5 "
+                 f"local steps, mean of {res['seeds']} seeds", fontsize=10)
     fig.tight_layout()
-    save(fig, IMG / "distributed_decentralized.png")
-    return {"rounds": rounds, "seeds": seeds, "wall_s": round(wall, 1), "rows": rows}
+    return save(fig, IMG / "distributed_decentralized.png")
 
 
 # --------------------------------------------------------------------------- federated
@@ -169,7 +184,8 @@ def federated(seeds: int, rounds: int) -> dict[str, Any]:
            "EF21 (top-k 10%)": EF21(lr=0.5, compressor=TopK(fraction=0.1)),
            "FedAvg (5 local steps, uncompressed)": FedAvg(client_lr=0.1, local_steps=5, batch_size=32)}
     nets = {"DIANA": lin["DIANA"], "ADI a=4 γπ=0.2 α=1 (default)": lin["ADI a=4 γπ=0.2 α=1 (default)"],
-            "ADI a=4 γπ=0.02 α=1": ADI(lr=0.5, a=4, pi_lr=0.02, alpha=1.0, compressor=rk)}
+            "ADI a=4 γπ=0.02 α=1": ADI(lr=0.5, a=4, pi_lr=0.02, alpha=1.0, compressor=rk),
+            "ADI a=2 γπ=0.2 α=1": lin["ADI a=2 γπ=0.2 α=1"]}
     t0 = time.perf_counter()
     out: dict[str, Any] = {}
     curves: dict[str, dict[str, list[RunResult]]] = {}
@@ -200,20 +216,27 @@ def federated(seeds: int, rounds: int) -> dict[str, Any]:
             print(f"| {name} | {fmt(row['worst_client_loss'])} | {rel:+.0%} | "
                   f"{fmt(row['mean_client_loss'])} | {fmt(row['test_acc'])} |")
 
+    mean = {key: {name: mean_curves(rs, ("worst_client_loss", "test_acc", "pi_max"))
+                  for name, rs in res.items()} for key, res in curves.items()}
+    return {"rounds": rounds, "seeds": seeds, "wall_s": round(wall, 1), "rows": out, "curves": mean}
+
+
+def plot_federated(res: dict[str, Any]) -> Path:
     plt = pyplot()
-    fig, axes = plt.subplots(1, 4, figsize=(19, 4))
-    for ax, key in zip(axes, curves, strict=True):
-        for name in ("DIANA", "ADI a=4 γπ=0.2 α=1 (default)", "ADI a=4 γπ=0.02 α=1"):
-            if name in curves[key]:
-                x, y = mean_curve(curves[key][name], "worst_client_loss")
-                ax.plot(x, y, label=name)
+    curves = res["curves"]
+    fig, axes = plt.subplots(1, len(curves), figsize=(4.8 * len(curves), 4))
+    for ax, (key, runs) in zip(axes, curves.items(), strict=True):
+        for name, c in runs.items():
+            if name.startswith(("DIANA", "ADI a=4 γπ=0.2 α=1", "ADI a=4 γπ=0.02", "ADI a=2 γπ=0.2 α=1")):
+                ax.plot(c["round"], c["worst_client_loss"], label=name)
         ax.set(title=key.replace("alpha=inf", "IID").replace("alpha=0.1", "Dirichlet 0.1"),
                xlabel="round", ylabel="worst client's loss", yscale="log")
         ax.grid(alpha=0.3)
         ax.legend(fontsize=7)
+    fig.suptitle(f"ADI vs DIANA: digits, 16 clients, rand-k 10%, exact gradients, mean of "
+                 f"{res['seeds']} seeds", fontsize=10)
     fig.tight_layout()
-    save(fig, IMG / "distributed_adi.png")
-    return {"rounds": rounds, "seeds": seeds, "wall_s": round(wall, 1), "rows": out}
+    return save(fig, IMG / "distributed_adi.png")
 
 
 def bits(rounds: int) -> dict[str, Any]:
@@ -246,18 +269,26 @@ def bits(rounds: int) -> dict[str, Any]:
                       "bits_up": r.final["bits_up"], "bits_per_message": per_msg}
         print(f"| {name} | {per_msg:,.0f} | {r.final['test_acc']:.3f} | "
               f"{'—' if hit is None else f'{hit / 1e6:.2f}'} | {r.final['bits_up'] / 1e6:.1f} |")
+    curves = {name: {"bits_up": r.curves["bits_up"], "test_acc": r.curves["test_acc"]}
+              for name, r in res.items()}
+    return {"rounds": rounds, "wall_s": round(wall, 1), "target_acc": target, "rows": rows,
+            "curves": curves}
+
+
+def plot_bits(res: dict[str, Any]) -> Path:
     plt = pyplot()
-    fig, ax = plt.subplots(figsize=(7.5, 4.5))
-    for name, r in res.items():
-        ax.plot(r.curves["bits_up"][1:], r.curves["test_acc"][1:], label=name,
+    fig, ax = plt.subplots(figsize=(8, 4.8))
+    for name, c in res["curves"].items():
+        ax.plot(c["bits_up"][1:], c["test_acc"][1:], label=name,
                 ls="--" if name.startswith(("EF21", "FedAvg")) else "-")
+    ax.axhline(res["target_acc"], color="k", ls=":", lw=0.8)
     ax.set(xscale="log", xlabel="uplink bits (all clients)", ylabel="server model: test accuracy",
-           title="accuracy vs bits sent (digits, 16 clients, Dirichlet 0.1)", ylim=(0.5, 1.0))
+           title=f"accuracy vs bits sent: digits, 16 clients, Dirichlet 0.1, {res['rounds']} rounds",
+           ylim=(0.5, 1.0))
     ax.grid(alpha=0.3)
     ax.legend(fontsize=7)
     fig.tight_layout()
-    save(fig, IMG / "distributed_bits.png")
-    return {"rounds": rounds, "wall_s": round(wall, 1), "target_acc": target, "rows": rows}
+    return save(fig, IMG / "distributed_bits.png")
 
 
 # --------------------------------------------------------------------------- engines
@@ -320,12 +351,19 @@ def engines(rounds: int, sizes: tuple[int, ...]) -> dict[str, Any]:
         r = rows[str(m)]
         print(f"| {m} | {r['local_s']:.2f} | {r['ray_first_s']:.1f} | {r['ray_s']:.2f} | "
               f"{r['max_param_diff']:.1e} | {r['fed_local_s']:.2f} / {r['fed_ray_s']:.2f} |")
+    curves = {str(m): {name: {"round": r.curves["round"], "merged_acc": r.curves["merged_acc"]}
+                       for name, r in by_engine.items()} for m, by_engine in runs.items()}
+    return {"rounds": rounds, "sizes": list(sizes), "rows": rows, "curves": curves}
+
+
+def plot_engines(res: dict[str, Any]) -> Path:
     plt = pyplot()
+    rows, sizes = res["rows"], res["sizes"]
     fig, axes = plt.subplots(1, 2, figsize=(11, 4))
-    for m, style in zip(sizes, ("o", "s"), strict=False):
-        for name, r in runs[m].items():
-            axes[0].plot(r.curves["round"], r.curves["merged_acc"], marker=style, ms=4,
-                         ls="-" if name == "Ray" else ":", label=f"{m} agents, {name}")
+    for k, m in enumerate(sizes):
+        for name, c in res["curves"][str(m)].items():
+            axes[0].plot(c["round"], c["merged_acc"], color=f"C{k}", marker="o" if name == "Ray" else "x",
+                         ms=5, ls="-" if name == "Ray" else ":", label=f"{m} agents, {name}")
     axes[0].set(xlabel="round", ylabel="merged model: test accuracy",
                 title="same seed, both engines: the same curves")
     axes[0].legend(fontsize=8)
@@ -334,11 +372,15 @@ def engines(rounds: int, sizes: tuple[int, ...]) -> dict[str, Any]:
     axes[1].bar(pos - 0.2, [rows[str(m)]["local_s"] for m in sizes], 0.4, label="in process (vmap)")
     axes[1].bar(pos + 0.2, [rows[str(m)]["ray_s"] for m in sizes], 0.4, label="Ray actors (warm)")
     axes[1].set_xticks(pos, [f"{m} agents" for m in sizes])
-    axes[1].set(ylabel="wall time (s)", title=f"{rounds} rounds, 2 cores shared")
+    axes[1].set(ylabel="wall time (s)", yscale="log",
+                title=f"{res['rounds']} rounds x 5 local steps (2 cores, shared)")
     axes[1].legend(fontsize=8)
     fig.tight_layout()
-    save(fig, IMG / "distributed_engines.png")
-    return {"rounds": rounds, "rows": rows}
+    return save(fig, IMG / "distributed_engines.png")
+
+
+PLOTS = {"decentralized": plot_decentralized, "federated": plot_federated, "bits": plot_bits,
+         "engines": plot_engines}
 
 
 def main() -> None:
@@ -347,11 +389,15 @@ def main() -> None:
     ap.add_argument("--seeds", type=int, default=3)
     ap.add_argument("--rounds", type=int, default=None, help="Override each part's rounds.")
     ap.add_argument("--sizes", default="4,16", help="Agent counts of the engine comparison.")
+    ap.add_argument("--plot-only", action="store_true", help="Redraw the figures from the JSON.")
     args = ap.parse_args()
     torch.set_num_threads(1)
     saved = json.loads(OUT_JSON.read_text()) if OUT_JSON.exists() else {}
     parts = ("decentralized", "federated", "bits", "engines") if args.part == "all" else (args.part,)
     for part in parts:
+        if args.plot_only:
+            print(PLOTS[part](saved[part]))
+            continue
         before, t0 = load(), time.perf_counter()
         if part == "decentralized":
             res = decentralized(args.seeds, args.rounds or 200)
@@ -367,6 +413,7 @@ def main() -> None:
         print(f"\n({part}: {res['machine']})")
         saved[part] = res
         OUT_JSON.write_text(json.dumps(saved, indent=1, default=float))
+        PLOTS[part](res)
 
 
 if __name__ == "__main__":
