@@ -12,7 +12,8 @@ Dirichlet(0.1) (non-IID) unless said otherwise; every figure is a mean over ``--
 ``federated`` (ADI, OpenReview zOWljZMbCm): ADI vs DIANA on the worst client's loss, non-IID
 (alpha 0.1) and IID, rand-k 10%, exact local gradients, 300 rounds, server lr 0.5, softmax
 regression (convex, ADI's setting) and an MLP with 32 hidden units; EF21 (top-k) and FedAvg for
-reference; accuracy against uplink bits for each compressor.
+reference; accuracy against uplink bits for each compressor (``bits``); ADI vs DIANA with partial
+participation p = 0.5 (``participation``).
 ``engines``: the Ray engine against the in-process engine at 4 and 16 agents (wall time, and
 the same curves).
 
@@ -159,7 +160,8 @@ def plot_decentralized(res: dict[str, Any]) -> Path:
                     yerr=[np.std(rows[n][key]) for n in names], label=label)
     axes[2].axhline(0.1, color="k", ls=":", label="chance")
     axes[2].set_xticks(pos, [SHORT.get(n, n) for n in names], fontsize=7)
-    axes[2].set(ylabel="final test accuracy", title="end of training (after the final merge, if any)")
+    axes[2].set(ylabel="final test accuracy",
+                title="end: local models (before any final merge), their average")
     for ax in axes:
         ax.legend(fontsize=7)
     for ax in axes[:2]:
@@ -291,6 +293,51 @@ def plot_bits(res: dict[str, Any]) -> Path:
     return save(fig, IMG / "distributed_bits.png")
 
 
+def participation(seeds: int, rounds: int, p: float = 0.5) -> dict[str, Any]:
+    """ADI vs DIANA when each client takes part with probability p (softmax regression, non-IID)."""
+    rk = RandK(fraction=0.1)
+    arms = {"DIANA": DIANA(lr=0.5, compressor=rk),
+            "ADI a=4 γπ=0.2 α=1 (default)": ADI(lr=0.5, a=4, pi_lr=0.2, alpha=1.0, compressor=rk),
+            "ADI a=4 γπ=0.2 α=0": ADI(lr=0.5, a=4, pi_lr=0.2, alpha=0.0, compressor=rk)}
+    t0 = time.perf_counter()
+    res: dict[str, list[RunResult]] = {}
+    for name, method in arms.items():
+        res[name] = []
+        for seed in range(seeds):
+            data, shards = split(seed)
+            res[name].append(train_federated(
+                LocalEngine(), FlatModel(mlp(64, 10, (), seed=seed)), data, shards, method,
+                FederatedConfig(rounds=rounds, participation=p, eval_every=max(1, rounds // 30), seed=seed)))
+    wall = time.perf_counter() - t0
+    rows = {name: {"worst_client_loss": [r.final["worst_client_loss"] for r in rs],
+                   "peak_worst_client_loss": [max(r.curves["worst_client_loss"][1:]) for r in rs],
+                   "test_acc": [r.final["test_acc"] for r in rs],
+                   "participants": [r.final["participants"] for r in rs]} for name, rs in res.items()}
+    print(f"\n### Partial participation p = {p}: softmax regression, Dirichlet 0.1, rand-k 10%, "
+          f"{rounds} rounds, {seeds} seeds ({wall:.0f} s)\n")
+    print("| method | worst client's loss | highest on the way | test acc |")
+    print("|---|---|---|---|")
+    for name, row in rows.items():
+        print(f"| {name} | {fmt(row['worst_client_loss'])} | {fmt(row['peak_worst_client_loss'])} | "
+              f"{fmt(row['test_acc'])} |")
+    curves = {name: mean_curves(rs, ("worst_client_loss", "test_acc")) for name, rs in res.items()}
+    return {"rounds": rounds, "seeds": seeds, "p": p, "wall_s": round(wall, 1), "rows": rows,
+            "curves": curves}
+
+
+def plot_participation(res: dict[str, Any]) -> Path:
+    plt = pyplot()
+    fig, ax = plt.subplots(figsize=(6.5, 4))
+    for name, c in res["curves"].items():
+        ax.plot(c["round"], c["worst_client_loss"], label=name)
+    ax.set(yscale="log", xlabel="round", ylabel="worst client's loss",
+           title=f"partial participation p = {res['p']} (softmax regression, Dirichlet 0.1)")
+    ax.grid(alpha=0.3)
+    ax.legend(fontsize=8)
+    fig.tight_layout()
+    return save(fig, IMG / "distributed_participation.png")
+
+
 # --------------------------------------------------------------------------- engines
 
 def engines(rounds: int, sizes: tuple[int, ...]) -> dict[str, Any]:
@@ -369,8 +416,9 @@ def plot_engines(res: dict[str, Any]) -> Path:
     axes[0].legend(fontsize=8)
     axes[0].grid(alpha=0.3)
     pos = np.arange(len(sizes))
-    axes[1].bar(pos - 0.2, [rows[str(m)]["local_s"] for m in sizes], 0.4, label="in process (vmap)")
-    axes[1].bar(pos + 0.2, [rows[str(m)]["ray_s"] for m in sizes], 0.4, label="Ray actors (warm)")
+    for off, key, label in ((-0.27, "local_s", "in process (vmap)"), (0.0, "ray_s", "Ray actors (warm)"),
+                            (0.27, "ray_first_s", "Ray, first run (starts the actors)")):
+        axes[1].bar(pos + off, [rows[str(m)][key] for m in sizes], 0.27, label=label)
     axes[1].set_xticks(pos, [f"{m} agents" for m in sizes])
     axes[1].set(ylabel="wall time (s)", yscale="log",
                 title=f"{res['rounds']} rounds x 5 local steps (2 cores, shared)")
@@ -380,12 +428,12 @@ def plot_engines(res: dict[str, Any]) -> Path:
 
 
 PLOTS = {"decentralized": plot_decentralized, "federated": plot_federated, "bits": plot_bits,
-         "engines": plot_engines}
+         "participation": plot_participation, "engines": plot_engines}
 
 
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    ap.add_argument("part", choices=("decentralized", "federated", "bits", "engines", "all"))
+    ap.add_argument("part", choices=(*PLOTS, "all"))
     ap.add_argument("--seeds", type=int, default=3)
     ap.add_argument("--rounds", type=int, default=None, help="Override each part's rounds.")
     ap.add_argument("--sizes", default="4,16", help="Agent counts of the engine comparison.")
@@ -393,7 +441,7 @@ def main() -> None:
     args = ap.parse_args()
     torch.set_num_threads(1)
     saved = json.loads(OUT_JSON.read_text()) if OUT_JSON.exists() else {}
-    parts = ("decentralized", "federated", "bits", "engines") if args.part == "all" else (args.part,)
+    parts = tuple(PLOTS) if args.part == "all" else (args.part,)
     for part in parts:
         if args.plot_only:
             print(PLOTS[part](saved[part]))
@@ -405,6 +453,8 @@ def main() -> None:
             res = federated(args.seeds, args.rounds or 300)
         elif part == "bits":
             res = bits(args.rounds or 300)
+        elif part == "participation":
+            res = participation(args.seeds, args.rounds or 300)
         else:
             res = engines(args.rounds or 30, tuple(int(s) for s in args.sizes.split(",")))
         res["machine"] = {"cpus": os.cpu_count(), "load_before": round(before, 1),
