@@ -175,7 +175,9 @@ class RayEngine:
 
     def mix(self, w: np.ndarray) -> None:
         m = self.n_agents
-        if self._group is not None and np.all(w == w.flat[0]):  # the average: one all-reduce
+        # The average: one all-reduce, unless ``collective`` was turned off after the actors
+        # joined their group (then the object store, in the in-process engine's order).
+        if self.collective and self._group is not None and np.all(w == w.flat[0]):
             self._ray.get([a.allreduce_mean.remote(m) for a in self._actors])
             return
         refs = [a.params.remote() for a in self._actors]  # each theta_j, once, in the store
