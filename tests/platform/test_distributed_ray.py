@@ -100,3 +100,28 @@ def test_engine_names_are_checked():
         make_engine("mpi")
     with pytest.raises(ValueError, match="address"):
         make_engine("local", address="auto")
+
+
+@pytest.mark.slow  # new actors and a gloo group through the CLI: ~15 s idle, ~40 s under load
+def test_cli_engine_flag_picks_ray_and_gives_the_local_run(engine, tmp_path):
+    """``optiforge train ... --engine ray`` (joining this module's Ray) gives the local run."""
+    import json
+
+    from typer.testing import CliRunner
+
+    from optiforge.platform.cli.main import app
+
+    args = ["train", "decentralized", "--agents", "2", "--hidden", "8", "--rounds", "4",
+            "--eval-every", "2", "--schedule", "late", "--budget", "0.25", "--json"]
+    # The fixture's actors hold every CPU of this 2-CPU Ray (2/3 each): the CLI's actors would
+    # wait for them forever. close() stops them (it leaves a Ray it did not start running).
+    engine.close()
+    finals = {}
+    for name in ("local", "ray"):
+        r = CliRunner().invoke(app, [*args, "--engine", name, "--out", str(tmp_path / name)])
+        assert r.exit_code == 0, r.output
+        [finals[name]] = json.loads(r.stdout)["final"].values()
+        assert json.loads((tmp_path / name / "decentralized.json").read_text())["engine"] == name
+    assert finals["ray"]["bits"] == finals["local"]["bits"] > 0
+    assert finals["ray"]["merged_acc"] == pytest.approx(finals["local"]["merged_acc"], abs=1e-6)
+    assert ray.is_initialized()  # the CLI's engine did not shut down a Ray it did not start

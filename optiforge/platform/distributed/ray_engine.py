@@ -20,6 +20,7 @@ Communication:
 
 from __future__ import annotations
 
+import logging
 import os
 import uuid
 from typing import Any
@@ -109,7 +110,8 @@ class RayEngine:
         already initialised in this process, or starts a local one with ``num_cpus``.
     num_cpus : int, optional
         CPUs of a locally started Ray (default: this machine's). The actors share them:
-        each reserves ``CPUs / agents`` (at most one).
+        each reserves ``CPUs / agents`` (at most one), so a second engine on the same Ray
+        waits until the first one's actors are stopped (:meth:`close`).
     collective : bool
         All-reduce with ``ray.util.collective`` (gloo) when available; ``False`` always goes
         through the object store.
@@ -122,11 +124,12 @@ class RayEngine:
         ray = self._ray = _import_ray()
         self._owns_ray = not ray.is_initialized()
         if self._owns_ray:
+            # Ray's own logger follows the process's (the CLI lets libraries log errors only).
+            quiet = {"log_to_driver": False, "logging_level": logging.getLogger().getEffectiveLevel()}
             if address is None:
-                ray.init(num_cpus=num_cpus or os.cpu_count() or 1, include_dashboard=False,
-                         log_to_driver=False)
+                ray.init(num_cpus=num_cpus or os.cpu_count() or 1, include_dashboard=False, **quiet)
             else:
-                ray.init(address=address, log_to_driver=False)
+                ray.init(address=address, **quiet)
         self.collective = bool(collective)
         self._actors: list[Any] = []
         self._group: str | None = None
