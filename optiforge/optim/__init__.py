@@ -2,10 +2,12 @@
 
 Public API: :func:`polar_express`, :func:`newton_schulz`, :class:`Muon`, :class:`ALIAS`,
 :class:`EGD`, the :mod:`~optiforge.optim.lowprec` module (``quantize``, ``Quantized``) and the
-:mod:`~optiforge.optim.policy_gradient` losses (GRPO, REINFORCE with a shared baseline).
+:mod:`~optiforge.optim.policy_gradient` losses (GRPO, REINFORCE with a shared baseline) and the
+:mod:`~optiforge.optim.distributed` training schemes (decentralized SGD with scheduled
+communication and a global merge; federated ADI, DIANA, EF21, FedAvg with compression).
 """
 
-from . import lowprec, policy_gradient
+from . import distributed, lowprec, policy_gradient
 from .alias import ALIAS, majority_vote
 from .egd import EGD
 from .muon import Muon, muon_param_groups
@@ -15,6 +17,7 @@ __all__ = [
     "ALIAS",
     "EGD",
     "Muon",
+    "distributed",
     "lowprec",
     "majority_vote",
     "muon_param_groups",
