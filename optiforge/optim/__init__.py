@@ -11,12 +11,14 @@ from . import distributed, lowprec, policy_gradient
 from .alias import ALIAS, majority_vote
 from .egd import EGD
 from .muon import Muon, muon_param_groups
+from .pdt import PDT
 from .polar import newton_schulz, polar_express, polar_express_coefficients, svd_polar
 
 __all__ = [
     "ALIAS",
     "EGD",
     "Muon",
+    "PDT",
     "distributed",
     "lowprec",
     "majority_vote",
