@@ -9,6 +9,7 @@ communication and a global merge; federated ADI, DIANA, EF21, FedAvg with compre
 
 from . import distributed, lowprec, policy_gradient
 from .alias import ALIAS, majority_vote
+from .bilora import BiLoRA
 from .egd import EGD
 from .gauss_newton import GaussNewton
 from .muon import Muon, muon_param_groups
@@ -17,6 +18,7 @@ from .polar import newton_schulz, polar_express, polar_express_coefficients, svd
 
 __all__ = [
     "ALIAS",
+    "BiLoRA",
     "EGD",
     "GaussNewton",
     "Muon",
