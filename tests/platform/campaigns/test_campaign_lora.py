@@ -1,0 +1,56 @@
+"""`--lora bilora`: the campaign's rl_options reach the learner; bad values are refused up front."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+
+import pytest
+
+from optiforge.platform.campaigns import create_campaign
+from optiforge.platform.campaigns.runner import _make_learner
+from optiforge.platform.store import Store
+
+
+def test_lora_option_is_stored_and_validated(home, replay_file):
+    store = Store()
+    cid = create_campaign(store, task="binpacking", budget=4, llm="smollm2", rl="auto",
+                          config={"rl_options": {"lora": "bilora"}})
+    cfg = store.get_campaign(cid).config
+    assert cfg["rl"] == "grpo" and cfg["rl_options"] == {"lora": "bilora"}
+    before = len(store.list_campaigns())
+    with pytest.raises(ValueError, match="lora"):
+        create_campaign(store, task="binpacking", budget=4, llm="smollm2", rl="grpo",
+                        config={"rl_options": {"lora": "dora"}})
+    with pytest.raises(ValueError, match="lora"):   # no RL: nothing to apply it to
+        create_campaign(store, task="binpacking", budget=4, llm=f"replay:{replay_file}",
+                        config={"rl_options": {"lora": "bilora"}})
+    with pytest.raises(TypeError, match="rl_options"):
+        create_campaign(store, task="binpacking", budget=4, llm="smollm2", config={"rl_options": "bilora"})
+    assert len(store.list_campaigns()) == before
+
+
+def test_rl_options_reach_the_learner(monkeypatch):
+    import optiforge.agents.evolution.grpo as grpo
+
+    seen = {}
+
+    class Recorder:
+        def __init__(self, llm, **options):
+            seen.update(options, llm=llm)
+
+    monkeypatch.setitem(grpo.LEARNERS, "bilora", Recorder)
+    learner = _make_learner("the-llm", 3, {"temperature": 0.5, "max_new_tokens": 32},
+                            {"lora": "bilora", "rho": 0.1})
+    assert type(learner) is Recorder
+    assert seen == {"llm": "the-llm", "seed": 3, "temperature": 0.5, "max_completion_tokens": 32, "rho": 0.1}
+
+
+def test_cli_refuses_a_bad_lora_with_one_line(home, replay_file):
+    cli = [sys.executable, "-m", "optiforge.platform.cli", "campaign", "run", "--task", "binpacking",
+           "--budget", "2"]
+    for extra in (["--lora", "dora"], ["--lora", "bilora", "--llm", f"replay:{replay_file}"]):
+        r = subprocess.run([*cli, *extra], capture_output=True, text=True, timeout=300)
+        assert r.returncode == 2, r.stderr
+        lines = [ln for ln in r.stderr.strip().splitlines() if ln.strip()]
+        assert len(lines) == 1 and "lora" in lines[0] and "Traceback" not in r.stderr
