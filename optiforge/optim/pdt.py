@@ -328,6 +328,11 @@ class PDT:
         w_sgd = self._flat()
         delta = w_sgd - w_ref
         snaps = torch.stack(list(self._snapshots), dim=1)
+        if not bool(torch.isfinite(snaps).all()):  # the base optimizer diverged: nothing to fit
+            stats = {"epoch": float(self.epochs), "rank": 0.0, "accepted": 0.0, "horizon": float(self.horizon),
+                     "interval": float(self.interval), "seconds": time.perf_counter() - t0}
+            self.history.append(stats)
+            return stats
         svd = self.svd
         if svd == "auto":
             svd = "exact" if snaps.numel() <= self.randomized_above else "randomized"
@@ -337,7 +342,7 @@ class PDT:
         disp = model.displacements(w_ref, self.horizon)
         d_tau = disp[-1].to(self._dtype)
         if self.mask == "none":
-            accept = torch.ones_like(delta, dtype=torch.bool)
+            accept = torch.isfinite(d_tau)  # a non-finite prediction is never taken
         else:
             sign = torch.sign(delta)
             steps = disp if self.mask == "paper" else [d_tau]
