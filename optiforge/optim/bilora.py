@@ -143,8 +143,13 @@ class BiLoRA:
 
     @torch.no_grad()
     def auxiliary_norms(self) -> list[float]:
-        """``||s B2 A2||_F`` of every auxiliary pair."""
-        return [float(torch.linalg.matrix_norm(s * (b.float() @ a.float()))) for b, a, s in self.pairs]
+        """``||s B2 A2||_F`` of every auxiliary pair.
+
+        Computed as ``s sqrt(<B^T B, A A^T>)`` (``r x r`` products), never forming ``B A``.
+        """
+        sq = torch.stack([(s * s) * ((b.float().mT @ b.float()) * (a.float() @ a.float().mT)).sum().cpu()
+                          for b, a, s in self.pairs])
+        return sq.clamp_min(0).sqrt().tolist()
 
     @torch.no_grad()
     def _clip(self) -> None:
