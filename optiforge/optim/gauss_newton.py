@@ -64,7 +64,8 @@ class GaussNewton:
     model : nn.Module
         The model; its trainable parameters are the optimisation variables (buffers are
         constants). It must be differentiable by ``torch.func`` in forward mode
-        (scaled-dot-product attention runs its math kernel inside the linearisation).
+        (scaled-dot-product attention runs its math kernel inside the linearisation) and
+        deterministic (no dropout: the ``jvp`` and the ``vjp`` evaluate it separately).
     loss_fn : callable, optional
         ``loss_fn(outputs, targets) -> scalar`` (twice differentiable in ``outputs``); default
         :func:`cross_entropy`.
