@@ -13,6 +13,7 @@ one thread it equals wall time on an idle machine); epochs to the loss are load-
 from __future__ import annotations
 
 import argparse
+import json
 import math
 import time
 
@@ -109,6 +110,7 @@ def main() -> None:
     ap.add_argument("--threads", type=int, default=1)
     ap.add_argument("--horizon", type=int, default=5)
     ap.add_argument("--png", default="docs/img/optim_pdt.png")
+    ap.add_argument("--json", default="docs/benchmarks/optim_pdt.json", help="raw results ('' to skip)")
     args = ap.parse_args()
     torch.set_num_threads(args.threads)
     data = load()
@@ -163,6 +165,11 @@ def main() -> None:
                       f"{emean} | {eb:.0f} → {ep} | {share} | {sum(r[9] for r in rs) / len(rs):.1%} | "
                       f"{sum(r[10] for r in rs) / len(rs):.3f} → {sum(r[11] for r in rs) / len(rs):.3f} |")
 
+    if args.json:
+        with open(args.json, "w") as f:
+            json.dump({"args": vars(args), "summary": {" / ".join(k): v for k, v in summary.items()},
+                       "rows": rows, "curves_seed0": {" / ".join(k[:3]): v for k, v in curves.items() if k[3] == 0}},
+                      f, indent=1)
     fig, axes = plt.subplots(1, 4, figsize=(20, 4.2))
     for ax, (model_name, opt_name) in zip(axes, [(m, o) for m in MODELS for o in OPTIMIZERS], strict=True):
         for name in ["baseline", *variants]:
@@ -171,7 +178,9 @@ def main() -> None:
         best = min(x[1] for x in curves[(model_name, opt_name, "baseline", 0)])
         ax.axhline(best, color="grey", ls=":", lw=1)
         ax.set_yscale("log")
-        ax.set_ylim(best / 3, None)
+        base = curves[(model_name, opt_name, "baseline", 0)]
+        ax.set_ylim(best / 3, 2 * base[0][1])   # the unmasked ablation diverges off the top
+        ax.set_xlim(0, 1.1 * base[-1][0])
         ax.set_xlabel("training CPU time incl. PDT overhead (s)")
         ax.set_ylabel("training loss (seed 0)")
         ax.set_title(f"{model_name} / {opt_name}: "
