@@ -6,7 +6,9 @@ warm-up checkpoint; then each method gets the same data per outer step: ``N`` mi
 ``b`` sequences (global batch ``N * b``). Muon and AdamW take one step on the whole global
 batch; Gauss-Newton takes ``N`` inner Muon steps on the linearised model's quadratic, one per
 mini-batch, then a line search over ``alpha in {1, 2^-1/2, 2^-1, 2^-3/2}`` on two extra
-mini-batches. Prints markdown tables (steps to the target validation loss, CPU seconds per
+mini-batches. A reference run takes GN's inner loop on the true loss (``N`` Muon steps of
+``b`` sequences per outer step) to separate the Gauss-Newton model from the step count. Prints
+markdown tables (steps to the target validation loss, CPU seconds per
 outer step) and writes docs/img/optim_gauss_newton.png.
 """
 
@@ -73,7 +75,7 @@ def run(name: str, kind: str, lr: float, start: dict, train, val, steps: int, n_
     data = batches(train, steps * (n_inner + 2), bsz, CTX, seed=1, device=device)
     if kind == "adamw":
         opt = torch.optim.AdamW(model.parameters(), lr=lr, betas=(0.9, 0.95))
-    elif kind == "muon":
+    elif kind in ("muon", "muon_small"):
         hidden, rest = split(model)
         opt = Muon(hidden, lr=lr, adamw_params=rest, adamw_lr=3e-3)
     else:
@@ -89,6 +91,11 @@ def run(name: str, kind: str, lr: float, start: dict, train, val, steps: int, n_
             opt.zero_grad(set_to_none=True)
             F.cross_entropy(model(x).flatten(0, 1), y.flatten()).backward()
             opt.step()
+        elif kind == "muon_small":  # GN's inner loop on the true loss: N Muon steps of b sequences
+            for x, y in chunk[:n_inner]:
+                opt.zero_grad(set_to_none=True)
+                F.cross_entropy(model(x).flatten(0, 1), y.flatten()).backward()
+                opt.step()
         else:
             stats = gn.step(chunk[:n_inner], line_search_batches=chunk[n_inner:])
             alphas.append(stats["alpha"])
@@ -123,6 +130,7 @@ def main() -> None:
     ap.add_argument("--muon-lrs", default="0.02,0.05")
     ap.add_argument("--gn-lrs", default="0.02", help="inner Muon lr of both GN variants")
     ap.add_argument("--prox", action="store_true", help="also run the prox-linear ablation")
+    ap.add_argument("--only", default="", help="comma-separated run-name prefixes to run (default: all)")
     ap.add_argument("--png", default="docs/img/optim_gauss_newton.png")
     args = ap.parse_args()
     torch.set_num_threads(args.threads)
@@ -133,21 +141,30 @@ def main() -> None:
           f"{args.inner} x {args.batch} sequences of {CTX} bytes\n")
     plan = [(f"AdamW lr={lr}", "adamw", float(lr)) for lr in args.adamw_lrs.split(",")]
     plan += [(f"Muon lr={lr}", "muon", float(lr)) for lr in args.muon_lrs.split(",")]
+    plan += [(f"Muon {args.inner} small steps lr={lr}", "muon_small", float(lr)) for lr in args.muon_lrs.split(",")]
     for lr in args.gn_lrs.split(","):
         plan += [(f"GN inner lr={lr}", "full", float(lr)), (f"layerwise GN inner lr={lr}", "layerwise", float(lr))]
         if args.prox:
             plan.append((f"GN prox-linear inner lr={lr}", "prox_linear", float(lr)))
+    if args.only:
+        plan = [p for p in plan if p[0].startswith(tuple(args.only.split(",")))]
     res = {name: run(name, kind, lr, start, train, val, args.steps, args.inner, args.batch, device, args.eval_every)
            for name, kind, lr in plan}
 
-    def best(prefix: str) -> str:
+    def best(prefix: str) -> str | None:
         cands = {k: v[0][-1][1] for k, v in res.items() if k.startswith(prefix) and math.isfinite(v[0][-1][1])}
-        return min(cands, key=cands.get)
+        return min(cands, key=cands.get) if cands else None
 
-    chosen = {"AdamW": best("AdamW"), "Muon": best("Muon"), "GN": best("GN inner"),
-              "layerwise GN": best("layerwise GN")}
+    chosen = {"AdamW": best("AdamW"), "Muon": best("Muon lr"), "GN": best("GN inner"),
+              "layerwise GN": best("layerwise GN"),
+              f"reference: Muon, {args.inner} steps of {args.batch} per outer step": best(f"Muon {args.inner} small")}
     if args.prox:
         chosen["GN prox-linear"] = best("GN prox-linear")
+    chosen = {k: v for k, v in chosen.items() if v is not None}
+    if "Muon" not in chosen or "AdamW" not in chosen:
+        for name, (curve, sec) in res.items():
+            print(f"| {name} | {curve[-1][1]:.4f} | {sec:.2f} s/step |")
+        return
     targets = {"Muon's final loss": res[chosen["Muon"]][0][-1][1],
                "AdamW's final loss": res[chosen["AdamW"]][0][-1][1]}
     print("\n| method (best of its lr grid) | final val loss | " + " | ".join(f"outer steps to {k} ({v:.3f})"
