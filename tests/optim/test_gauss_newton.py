@@ -37,7 +37,7 @@ def test_linear_least_squares_step_is_the_newton_step():
     torch.testing.assert_close(model.bias.detach(), newton[4], atol=1e-9, rtol=1e-9)
     assert stats["alpha"] == 1.0
     # On a linear model with a quadratic loss the model's quadratic is the loss itself.
-    assert stats["model_loss"] == pytest.approx(float(F.mse_loss(model(x), y)), rel=1e-9)
+    assert stats["model_loss"] == pytest.approx(float(F.mse_loss(model(x), y).detach()), rel=1e-9)
 
 
 def _tiny():
