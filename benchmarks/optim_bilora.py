@@ -178,7 +178,7 @@ def main() -> None:
         per_seed = ", ".join(f"{x['shifted']:.4f}" for x in r)
         print(f"| {method} (rho={key[1]:g}) | {mean(r, 'train'):.4f} | {mean(r, 'in'):.4f} | "
               f"{mean(r, 'shifted'):.4f} ({per_seed}) | {mean(r, 'step_s') * 1000:.0f} ms | "
-              f"{mean(r, 'step_s') / lora_cost:.2f}x |")
+              + (f"{mean(r, 'step_s') / lora_cost:.2f}x |" if math.isfinite(lora_cost) else "— |"))
     print("\n| width d (LoRA r=8) | LoRA | LoRA-SAM | Bi-LoRA | SAM / LoRA | Bi-LoRA / LoRA |\n|---|---|---|---|---|---|")
     for w in (int(v) for v in args.cost_widths.split(",") if v):
         cost = {m: finetune(m, 0.05, None, w, data, 12, args.lr, 0, evaluate=False)["step_s"]
