@@ -4,6 +4,7 @@ event-based wait (tests wait for what they need to see, never for a fixed time).
 from __future__ import annotations
 
 import os
+import sys
 import time
 import uuid
 from collections.abc import Callable, Iterator
@@ -120,3 +121,22 @@ def _private_default_home(tmp_path_factory: pytest.TempPathFactory) -> Iterator[
         os.environ.pop("OPTIFORGE_HOME", None)
     else:
         os.environ["OPTIFORGE_HOME"] = old
+
+
+@pytest.fixture(autouse=True)
+def _torch_default_dtype_untouched() -> Iterator[None]:
+    """Fail, by name, a test that leaves torch's process-wide default dtype changed.
+
+    A module that once set float64 at import silently turned 39 unrelated float32 tests red
+    (kernels, distributed training). Checked before (a change at collection time) and after.
+    """
+    torch = sys.modules.get("torch")
+    if torch is not None and torch.get_default_dtype() != torch.float32:
+        torch.set_default_dtype(torch.float32)
+        pytest.fail("torch's default dtype was changed at import time by a test module; "
+                    "set it in a fixture that restores it")
+    yield
+    torch = sys.modules.get("torch")
+    if torch is not None and torch.get_default_dtype() != torch.float32:
+        torch.set_default_dtype(torch.float32)
+        pytest.fail("this test left torch's default dtype changed; restore it in a fixture")

@@ -17,7 +17,14 @@ from optiforge.blackbox.manifold import (
     trajectories,
 )
 
-torch.set_default_dtype(torch.float64)
+
+@pytest.fixture(autouse=True)
+def _float64():
+    """The projections are compared at tight tolerances; float64 only for this module's tests."""
+    previous = torch.get_default_dtype()
+    torch.set_default_dtype(torch.float64)
+    yield
+    torch.set_default_dtype(previous)
 
 
 def _circle(m=4096):
