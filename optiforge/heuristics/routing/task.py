@@ -21,7 +21,7 @@ import numpy as np
 
 from optiforge.heuristics.base import SPLITS
 from optiforge.heuristics.routing.instances import RoutingInstances, fixed_set
-from optiforge.heuristics.routing.lazymask import Decision, decode
+from optiforge.heuristics.routing.lazymask import Chooser, Decision, decode
 from optiforge.heuristics.routing.validate import check_tours
 from optiforge.types import Evaluation
 
@@ -112,13 +112,11 @@ class _RoutingTask:
         return {"problem": self.problem, "coords": ins.coords.tolist(),
                 a: getattr(ins, a).tolist(), b: getattr(ins, b).tolist()}
 
-    def solve(self, fn: Callable[..., Any], inputs: dict[str, Any]) -> list[list[int]]:
-        """Decode every instance with LazyMask, ``fn`` scoring the allowed nodes (in the sandbox)."""
+    def chooser(self, instances: RoutingInstances, fn: Callable[..., Any]) -> Chooser:
+        """A LazyMask chooser that visits the allowed node ``fn`` scores highest."""
         a, b = self._arrays
-        ins = RoutingInstances(inputs["problem"], "custom", np.asarray(inputs["coords"]),
-                               **{a: np.asarray(inputs[a]), b: np.asarray(inputs[b])})
-        dist = ins.distances()
-        first, second = getattr(ins, a), getattr(ins, b)
+        dist = instances.distances()
+        first, second = getattr(instances, a), getattr(instances, b)
 
         def choose(d: Decision) -> np.ndarray:
             out = np.empty(d.rows.size, dtype=np.int64)
@@ -134,7 +132,14 @@ class _RoutingTask:
                 out[k] = cand[int(np.argmax(scores))]
             return out
 
-        return decode(ins, choose, lookahead=2, budget=DECODE_BUDGET).tours.tolist()
+        return choose
+
+    def solve(self, fn: Callable[..., Any], inputs: dict[str, Any]) -> list[list[int]]:
+        """Decode every instance with LazyMask, ``fn`` scoring the allowed nodes (in the sandbox)."""
+        a, b = self._arrays
+        ins = RoutingInstances(inputs["problem"], "custom", np.asarray(inputs["coords"]),
+                               **{a: np.asarray(inputs[a]), b: np.asarray(inputs[b])})
+        return decode(ins, self.chooser(ins, fn), lookahead=2, budget=DECODE_BUDGET).tours.tolist()
 
     def score(self, split: str, solution: Any) -> Evaluation:
         """Validate the tours against this process's own instances and score them."""
