@@ -5,6 +5,8 @@
     optiforge routing generate --problem tsptw --hardness hard --n 50 --instances 1000 --out hard50.npz
     optiforge routing evaluate --data hard50.npz --method greedy-c --method lmask-greedy-c --method pyvrp
     optiforge routing evaluate --problem tspdl --hardness hard --n 20 --method cpsat --method program:mine.py
+    optiforge routing train --problem tsptw --hardness hard --n 20 --epochs 10 --out model.pt
+    optiforge routing evaluate --problem tsptw --n 20 --method lmask:model.pt --method pip:model.pt --method pyvrp
 
 The table has PIP's columns: Sol.Inf % (infeasible solutions), Inst.Inf % (instances with no
 feasible solution), Obj (mean best feasible length), Gap % (vs ``--reference``), Time (s).
@@ -74,6 +76,57 @@ def generate_cmd(
     out.parent.mkdir(parents=True, exist_ok=True)
     ins.save(out)
     print(f"wrote {ins.size} {problem} ({hardness}) instances, n = {ins.n}, to {out}")
+
+
+@routing_app.command("train")
+@user_errors
+def train_cmd(
+    problem: str = typer.Option(..., help="tsptw | tspdl"),
+    hardness: str = typer.Option("hard", help="Generator level of the training instances."),
+    n: int = typer.Option(20, "--n", help="Nodes per instance, the depot included."),
+    epochs: int = typer.Option(10, help="Epochs (a checkpoint after each)."),
+    steps: int = typer.Option(20, help="Updates per epoch."),
+    batch_size: int = typer.Option(16, "--batch-size", help="Fresh instances per update."),
+    samples: int = typer.Option(None, help="Rollouts per instance for the shared baseline (default min(n-1, 16))."),
+    budget: int = typer.Option(50, help="Backtracking budget R during training (then the relaxation)."),
+    lr: float = typer.Option(1e-4, help="Adam's learning rate."),
+    embed_dim: int = typer.Option(128, "--embed-dim"),
+    layers: int = typer.Option(6),
+    heads: int = typer.Option(8),
+    ff_dim: int = typer.Option(512, "--ff-dim"),
+    no_rie: bool = typer.Option(False, "--no-rie", help="Ablation: drop the refinement-intensity embedding."),
+    seed: int = typer.Option(0),
+    out: Path = typer.Option(..., help="Checkpoint file (resumed if it exists)."),
+) -> None:
+    """Train LMask's policy (REINFORCE, shared baseline, penalised reward); resumable."""
+    from optiforge.heuristics.routing.policy import PolicyConfig
+    from optiforge.heuristics.routing.train import TrainConfig, train
+
+    validation.real(lr, "lr", minimum=1e-12)
+    validation.integer(budget, "budget", minimum=0)
+    policy = PolicyConfig(problem, validation.integer(embed_dim, "embed_dim", minimum=1),
+                          validation.integer(layers, "layers", minimum=1),
+                          validation.integer(heads, "heads", minimum=1),
+                          validation.integer(ff_dim, "ff_dim", minimum=1), rie=not no_rie)
+    if embed_dim % heads:
+        raise ValueError(f"heads: must divide embed_dim ({embed_dim}), got {heads}")
+    config = TrainConfig(problem=problem, hardness=hardness, n=n, epochs=epochs, steps_per_epoch=steps,
+                         batch_size=batch_size, samples=samples, lr=lr, budget=budget, seed=seed,
+                         policy=policy)
+    out.parent.mkdir(parents=True, exist_ok=True)
+    columns = (TextColumn("[bold]training"), BarColumn(), MofNCompleteColumn(), TimeElapsedColumn(),
+               TextColumn("{task.fields[stats]}"))
+    with Progress(*columns, console=Console(stderr=True)) as bar:
+        handle = bar.add_task("train", total=epochs * steps, stats="")
+
+        def show(step: int, total: int, stats: dict[str, float]) -> None:
+            bar.update(handle, completed=step, stats=f"reward {stats['reward']:.3f} "
+                                                     f"feasible {stats['feasible_pct']:.0f}%")
+
+        history = train(config, out, progress=show)
+    last = history[-1]
+    print(f"wrote {out}: {len(history)} epochs; last epoch reward {last['reward']:.4f}, "
+          f"feasible {last['feasible_pct']:.1f}%")
 
 
 @routing_app.command("evaluate")

@@ -81,3 +81,21 @@ def test_instance_files_of_the_wrong_problem_or_shape(tmp_path):
                 str(good)).returncode == 0
     r = _cli("evaluate", "--data", str(good), "--problem", "tsptw")
     assert r.returncode == 2 and "holds tspdl" in r.stderr
+
+
+def test_train_then_evaluate_the_model(tmp_path):
+    model = tmp_path / "m.pt"
+    r = _cli("train", "--problem", "tsptw", "--n", "8", "--epochs", "1", "--steps", "1", "--batch-size", "2",
+             "--samples", "2", "--embed-dim", "8", "--layers", "1", "--heads", "2", "--ff-dim", "8",
+             "--out", str(model))
+    assert r.returncode == 0, r.stderr
+    assert model.is_file() and "1 epochs" in r.stdout
+    r = _cli("evaluate", "--problem", "tsptw", "--n", "8", "--instances", "4", "-m", f"lmask:{model}",
+             "-m", f"pip:{model}", "--budget", "-1", "--json")
+    assert r.returncode == 0, r.stderr
+    res = {x["method"].split(":")[0]: x for x in json.loads(r.stdout)["results"]}
+    assert res["lmask"]["inst_inf_pct"] == 0.0  # R = inf on feasible (hard) instances
+    r = _cli("evaluate", "--problem", "tspdl", "--n", "8", "-m", f"lmask:{model}")
+    assert r.returncode == 2 and "trained for tsptw" in r.stderr
+    r = _cli("train", "--problem", "tsptw", "--embed-dim", "10", "--heads", "4", "--out", str(model))
+    assert r.returncode == 2 and "heads" in r.stderr
