@@ -113,7 +113,10 @@ def rules_for(instances: RoutingInstances) -> Rules:
     return TimeWindowRules(instances) if instances.problem == "tsptw" else DraftLimitRules(instances)
 
 
-MaskFn = Callable[[np.ndarray, np.ndarray, np.ndarray], np.ndarray]
+MaskFn = Callable[[np.ndarray, np.ndarray, np.ndarray, np.ndarray, np.ndarray], np.ndarray]
+"""``mask_fn(rows, current, resource, unvisited, pending) -> (k, n)`` bool: a lookahead-2 mask
+computed elsewhere (e.g. :func:`optiforge.kernels.lookahead2_mask` on a GPU); it must equal
+:func:`lookahead2_mask`'s."""
 
 
 def lookahead2_mask(arrival: np.ndarray, arrival2: np.ndarray, limit: np.ndarray,
@@ -250,7 +253,7 @@ def decode(instances: RoutingInstances, chooser: Chooser, *, lookahead: int = 2,
     relax_on_budget : bool
         Training mode: once the budget is spent, an empty mask becomes "all unvisited".
     mask_fn : callable, optional
-        Replacement for :func:`lookahead2_mask` (same arguments, same result), e.g. a kernel.
+        A :data:`MaskFn` replacing the built-in lookahead-2 mask (``lookahead=2`` only).
 
     Returns
     -------
@@ -286,11 +289,9 @@ def decode(instances: RoutingInstances, chooser: Chooser, *, lookahead: int = 2,
         cur, res = nodes[rows, s], resource[rows, s]
         unvisited = ~visited[rows]
         if mask_fn is not None and lookahead == 2:
-            arrival = rules.arrival(rows, cur, res)
             pending = unvisited.copy()
             pending[:, 0] |= rules.must_return
-            masks[rows, s] = mask_fn(arrival, rules.arrival2(rows, arrival), rules.limit(rows),
-                                     unvisited, pending)
+            masks[rows, s] = mask_fn(rows, cur, res, unvisited, pending)
         else:
             masks[rows, s] = lookahead_mask(rules, rows, cur, res, unvisited, lookahead)
 
