@@ -1,11 +1,10 @@
-"""LMask's headline on CPU, at small scale, plus the decoder's throughput.
+"""LMask's headline on CPU, at small scale, plus the decoder's throughput (the mask kernel: routing_mask_kernel.py).
 
 1. Train LMask's policy (RIE on, and an ablation with RIE off) on TSPTW-hard and TSPDL-hard;
    evaluate on the fixed test set: LMask (LazyMask, budget R), the same model with one-step
    masking and no backtracking (PIP-like), greedy-C, greedy-C inside LazyMask, PyVRP (TSPTW) and
    CP-SAT (where it finishes). PIP's columns; gaps vs PyVRP (TSPTW) or CP-SAT (TSPDL).
-2. The lookahead-2 mask, batched (B = 512, n = 100) vs a per-instance Python loop.
-3. Decoding throughput (instances/s) at n = 50 and 100 with the budget R swept.
+2. Decoding throughput (instances/s) at n = 50 and 100 with the budget R swept.
 
     OMP_NUM_THREADS=2 python benchmarks/routing_lmask.py --out docs/benchmarks/routing.json
 
@@ -20,11 +19,9 @@ import platform
 import time
 from pathlib import Path
 
-import numpy as np
-
 from optiforge.heuristics.routing import lazymask as lm
 from optiforge.heuristics.routing.evaluate import run_method
-from optiforge.heuristics.routing.instances import fixed_set, generate
+from optiforge.heuristics.routing.instances import fixed_set
 from optiforge.heuristics.routing.policy import PolicyConfig
 from optiforge.heuristics.routing.train import TrainConfig, train
 from optiforge.heuristics.routing.validate import best_feasible, table_row
@@ -72,36 +69,6 @@ def headline(problem: str, n: int, args: argparse.Namespace, models: Path) -> di
     return results
 
 
-def mask_speed(B: int = 512, n: int = 100, loops: int = 3) -> dict:
-    ins = generate("tsptw", "hard", n, B, seed=0)
-    rules = lm.rules_for(ins)
-    rows = np.arange(B)
-    # The first step of decoding: at the depot at time 0, every customer unvisited.
-    current = np.zeros(B, dtype=np.int64)
-    unvisited = np.ones((B, n), dtype=bool)
-    unvisited[:, 0] = False
-    resource = np.zeros(B)
-    t0 = time.perf_counter()
-    for _ in range(loops):
-        batched = lm.lookahead_mask(rules, rows, current, resource, unvisited, 2)
-    t_batched = (time.perf_counter() - t0) / loops
-    t0 = time.perf_counter()
-    looped = np.zeros_like(batched)
-    for b in range(B):  # the plain per-instance Python loop the batched mask replaces
-        e, late, d = ins.tw_start[b], ins.tw_end[b], ins.distances()[b]
-        pending = [k for k in range(n) if unvisited[b, k]] + [0]
-        for j in range(n):
-            if not unvisited[b, j]:
-                continue
-            a = max(resource[b] + d[current[b], j], e[j])
-            if a > late[j] + 1e-6:
-                continue
-            looped[b, j] = all(max(a + d[j, k], e[k]) <= late[k] + 1e-6 for k in pending if k != j)
-    t_loop = time.perf_counter() - t0
-    assert (looped == batched).all()
-    return {"B": B, "n": n, "batched_s": t_batched, "loop_s": t_loop, "speedup": t_loop / t_batched}
-
-
 def throughput(ns: tuple[int, ...], budgets: tuple[float | None, ...], count: int) -> list[dict]:
     out = []
     for n in ns:
@@ -140,8 +107,6 @@ def main() -> None:
     args.models.mkdir(parents=True, exist_ok=True)
     report: dict = {"machine": f"{platform.processor() or platform.machine()}, 2-core CPU, no GPU",
                     "args": {k: str(v) for k, v in vars(args).items()}}
-    report["mask_speed"] = mask_speed()
-    print(report["mask_speed"], flush=True)
     report["throughput"] = throughput((50, 100), (0, 50, 200, 600, None), 128)
     report["headline"] = []
     if not args.skip_headline:

@@ -85,7 +85,18 @@ def _seed(template: str, body: str, doc: str) -> str:
 
 
 class _RoutingTask:
-    """Shared machinery of the two routing tasks (subclasses set the problem-specific parts)."""
+    """Shared machinery of the two routing tasks (subclasses set the problem-specific parts).
+
+    Seeds: greedy-C (the template: earliest window end / smallest draft first) and greedy-L
+    (nearest first), both inside LazyMask.
+
+    References
+    ----------
+    .. [1] T. Li, H. Zou, J. Wu, Z. Wen, "Learn to Solve Constrained Routing Problems with Lazy
+       Masking", ICLR 2026, arXiv:2505.17938 (the decoder).
+    .. [2] J. Bi et al., "Learning to Handle Complex Constraints for Vehicle Routing Problems",
+       NeurIPS 2024 (the instances; greedy-C and greedy-L).
+    """
 
     name: str
     problem: str
@@ -96,6 +107,13 @@ class _RoutingTask:
     imports = IMPORTS
     baseline = "greedy_c"
     _arrays: tuple[str, str]
+
+    def __init__(self) -> None:
+        self.seeds = {
+            "greedy_c": self.template,
+            "nearest": _seed(self.template, "return -distance_matrix[current_node, candidates]",
+                             "Greedy-L: the nearest allowed node."),
+        }
 
     def instances(self, split: str) -> RoutingInstances:
         """The fixed instances of ``split`` (``train``: 32 x n = 20; ``validation``: 32 x n = 50;
@@ -160,15 +178,7 @@ class _RoutingTask:
 
 
 class TSPTWTask(_RoutingTask):
-    """TSPTW (hard windows) with an evolved node scorer inside the LazyMask decoder.
-
-    References
-    ----------
-    .. [1] T. Li, H. Zou, J. Wu, Z. Wen, "Learn to Solve Constrained Routing Problems with Lazy
-       Masking", ICLR 2026, arXiv:2505.17938 (the decoder).
-    .. [2] J. Bi et al., "Learning to Handle Complex Constraints for Vehicle Routing Problems",
-       NeurIPS 2024 (the instances; greedy-C and greedy-L).
-    """
+    """TSPTW (hard windows) with an evolved node scorer inside the LazyMask decoder."""
 
     name = "tsptw"
     problem = "tsptw"
@@ -182,24 +192,10 @@ class TSPTWTask(_RoutingTask):
         "allowed next nodes and the highest is visited. Goal: the shortest feasible tours.")
     template = _TW_TEMPLATE
 
-    def __init__(self) -> None:
-        self.seeds = {
-            "greedy_c": _TW_TEMPLATE,
-            "nearest": _seed(_TW_TEMPLATE, "return -distance_matrix[current_node, candidates]",
-                             "Greedy-L: the nearest allowed node."),
-        }
 
 
 class TSPDLTask(_RoutingTask):
-    """TSPDL (draft limits) with an evolved node scorer inside the LazyMask decoder.
-
-    References
-    ----------
-    .. [1] T. Li, H. Zou, J. Wu, Z. Wen, "Learn to Solve Constrained Routing Problems with Lazy
-       Masking", ICLR 2026, arXiv:2505.17938 (the decoder).
-    .. [2] J. Bi et al., "Learning to Handle Complex Constraints for Vehicle Routing Problems",
-       NeurIPS 2024 (the instances; greedy-C and greedy-L).
-    """
+    """TSPDL (draft limits) with an evolved node scorer inside the LazyMask decoder."""
 
     name = "tspdl"
     problem = "tspdl"
@@ -213,9 +209,3 @@ class TSPDLTask(_RoutingTask):
         "nodes and the highest is visited. Goal: the shortest feasible tours.")
     template = _DL_TEMPLATE
 
-    def __init__(self) -> None:
-        self.seeds = {
-            "greedy_c": _DL_TEMPLATE,
-            "nearest": _seed(_DL_TEMPLATE, "return -distance_matrix[current_node, candidates]",
-                             "Greedy-L: the nearest allowed node."),
-        }
