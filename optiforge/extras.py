@@ -25,6 +25,7 @@ EXTRAS: dict[str, tuple[str, ...]] = {
     "vllm": ("vllm",),
     "plots": ("matplotlib",),
     "manifold": ("geoopt",),
+    "routing": ("ortools", "pyvrp"),
 }
 
 

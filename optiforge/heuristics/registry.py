@@ -29,6 +29,8 @@ BUILTIN_TASKS: dict[str, str] = {
     "binpacking": "optiforge.heuristics.binpacking.task:BinPackingTask",
     "tsp": "optiforge.heuristics.tsp.task:TSPTask",
     "matching": "optiforge.heuristics.matching.task:MatchingTask",
+    "tsptw": "optiforge.heuristics.routing.task:TSPTWTask",
+    "tspdl": "optiforge.heuristics.routing.task:TSPDLTask",
 }
 """Built-in tasks: name -> ``"module:Class"`` of a class constructed with no arguments."""
 

@@ -12,6 +12,7 @@ This package imports only torch (and triton, lazily).
 from ._backend import BACKENDS, interpreter_enabled, resolve_backend, set_backend, triton_available
 from .matching import slack_scan
 from .polar import polar_step
+from .routing_mask import lookahead2_mask
 from .sign import BUF_COPY, BUF_EMA, BUF_NONE, sign_stats, sign_update_
 
 __all__ = [
@@ -20,6 +21,7 @@ __all__ = [
     "BUF_EMA",
     "BUF_NONE",
     "interpreter_enabled",
+    "lookahead2_mask",
     "polar_step",
     "resolve_backend",
     "set_backend",

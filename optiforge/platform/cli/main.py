@@ -9,7 +9,16 @@ import warnings
 import typer
 
 # Heavy libraries load lazily, later.
-from optiforge.platform.cli import campaign, dashboard, manifold, matching, probe, study, train
+from optiforge.platform.cli import (
+    campaign,
+    dashboard,
+    manifold,
+    matching,
+    probe,
+    routing,
+    study,
+    train,
+)
 
 # Library chatter (download/conversion progress bars, hub warnings) would drown the campaign's
 # own progress bar; users can still opt back in by setting these themselves.
@@ -39,6 +48,7 @@ campaign.register(app)
 study.register(app)
 probe.register(app)
 matching.register(app)
+routing.register(app)
 dashboard.register(app)
 manifold.register(app)
 train.register(app)
