@@ -29,6 +29,7 @@ BUILTIN_TASKS: dict[str, str] = {
     "binpacking": "optiforge.heuristics.binpacking.task:BinPackingTask",
     "tsp": "optiforge.heuristics.tsp.task:TSPTask",
     "matching": "optiforge.heuristics.matching.task:MatchingTask",
+    "workflow": "optiforge.heuristics.scheduling.task:WorkflowSchedulingTask",
 }
 """Built-in tasks: name -> ``"module:Class"`` of a class constructed with no arguments."""
 

@@ -38,7 +38,6 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-import networkx as nx
 import numpy as np
 
 WORKFLOW_TYPES = ("cybershake", "montage", "inspiral", "sipht")
@@ -95,16 +94,24 @@ class Workflow:
     upward_rank: np.ndarray = field(init=False, repr=False)
 
     def __post_init__(self) -> None:
+        # Plain Kahn's algorithm: the sandbox loads this module, and it imports numpy only.
         n = len(self.work)
-        graph = nx.DiGraph()
-        graph.add_nodes_from(range(n))
-        graph.add_edges_from(map(tuple, self.edges.tolist()))
-        if not nx.is_directed_acyclic_graph(graph):
+        edges = np.unique(self.edges.reshape(-1, 2), axis=0)
+        if len(edges) and (edges.min() < 0 or edges.max() >= n):
+            raise ValueError(f"workflow {self.name!r}: an edge names a task outside 0..{n - 1}")
+        parents = [edges[edges[:, 1] == i, 0] for i in range(n)]
+        children = [edges[edges[:, 0] == i, 1] for i in range(n)]
+        indegree = np.array([len(p) for p in parents])
+        order = [i for i in range(n) if indegree[i] == 0]
+        for i in order:  # grows while it is walked
+            for c in children[i]:
+                indegree[c] -= 1
+                if indegree[c] == 0:
+                    order.append(int(c))
+        if len(order) != n:
             raise ValueError(f"workflow {self.name!r}: the task graph has a cycle")
-        parents = [np.array(sorted(graph.predecessors(i)), dtype=np.int64) for i in range(n)]
-        children = [np.array(sorted(graph.successors(i)), dtype=np.int64) for i in range(n)]
         rank = np.zeros(n)
-        for i in reversed(list(nx.topological_sort(graph))):
+        for i in reversed(order):
             rank[i] = self.work[i] + (rank[children[i]].max() if len(children[i]) else 0.0)
         object.__setattr__(self, "parents", parents)
         object.__setattr__(self, "children", children)
@@ -119,8 +126,10 @@ class Workflow:
         """Node-weighted critical path in vCPU-seconds (divide by a VM's vCPUs for seconds)."""
         return float(self.upward_rank.max())
 
-    def to_networkx(self) -> nx.DiGraph:
-        """The DAG with ``work`` and ``kind`` node attributes."""
+    def to_networkx(self) -> Any:
+        """The DAG as a ``networkx.DiGraph`` with ``work`` and ``kind`` node attributes."""
+        import networkx as nx
+
         graph = nx.DiGraph()
         for i in range(self.n_tasks):
             graph.add_node(i, work=float(self.work[i]), kind=self.kinds[i])
