@@ -220,7 +220,7 @@ class DeftPolicy(nn.Module):
                 torch.tensor([d.task[5]], dtype=torch.float32))
 
     # -- forward -----------------------------------------------------------------------------
-    @torch.no_grad()
+    @torch.inference_mode()
     def scores(self, d: Decision) -> tuple[torch.Tensor, int]:
         """Priorities of every candidate under the chosen expert, and that expert's index."""
         task, vms, nodes, adj, gamma = self.features(d)

@@ -210,7 +210,8 @@ def _stage2_init(experts: list[np.ndarray], config: DeftConfig, seed: int) -> np
 def train_deft(config: DeftConfig, generations: tuple[int, int], es: ESConfig | None = None, *,
                expert_gammas: Sequence[float] = EXPERT_GAMMAS, mixed_gammas: Sequence[float] = TEST_GAMMAS,
                executor: FitnessMap | None = None, checkpointer: Checkpointer | None = None,
-               progress: Callable[[int, int, dict[str, float]], None] | None = None) -> DeftPolicy:
+               progress: Callable[[int, int, dict[str, float]], None] | None = None,
+               experts: Sequence[np.ndarray] | None = None) -> DeftPolicy:
     """Train a DEFT policy (or, with ``DeftConfig(1, None)``, a single GATES expert).
 
     Parameters
@@ -230,6 +231,10 @@ def train_deft(config: DeftConfig, generations: tuple[int, int], es: ESConfig | 
         Receives the state after every generation; its latest state is resumed from.
     progress : callable, optional
         ``progress(done, total, stats)`` after every generation.
+    experts : sequence of np.ndarray, optional
+        Stage-1 results to start stage 2 from (flat single-expert parameters, one per expert;
+        e.g. ``TrainState.experts`` of another run), skipping stage 1: the gate ablations
+        share one stage 1.
 
     Returns
     -------
@@ -244,12 +249,17 @@ def train_deft(config: DeftConfig, generations: tuple[int, int], es: ESConfig | 
     if config.experts > 1 and len(expert_gammas) != config.experts:
         raise ValueError(f"expert_gammas: need one gamma per expert ({config.experts}), got {len(expert_gammas)}")
     n_stage1 = config.experts if config.experts > 1 else 0
-    total = n_stage1 * g1 + g2
+    total = (0 if experts is not None else n_stage1 * g1) + g2
     single = DeftConfig(1, None)
 
     saved = checkpointer.latest() if checkpointer is not None else None
     if saved is not None:
         st = TrainState.from_bytes(saved)
+    elif experts is not None and n_stage1:
+        if len(experts) != n_stage1:
+            raise ValueError(f"experts: need {n_stage1} stage-1 parameter vectors, got {len(experts)}")
+        st = TrainState(stage=n_stage1, generation=0, theta=_stage2_init(list(experts), config, es.seed),
+                        adam={}, experts=list(experts), history=[])
     else:
         first_cfg = single if n_stage1 else config
         st = TrainState(stage=0 if n_stage1 else n_stage1, generation=0,

@@ -9,7 +9,7 @@ import warnings
 import typer
 
 # Heavy libraries load lazily, later.
-from optiforge.platform.cli import campaign, dashboard, matching, probe, study
+from optiforge.platform.cli import campaign, dashboard, matching, probe, scheduling, study
 
 # Library chatter (download/conversion progress bars, hub warnings) would drown the campaign's
 # own progress bar; users can still opt back in by setting these themselves.
@@ -39,6 +39,7 @@ campaign.register(app)
 study.register(app)
 probe.register(app)
 matching.register(app)
+scheduling.register(app)
 dashboard.register(app)
 
 
