@@ -104,7 +104,9 @@ def main() -> None:
     ap.add_argument("--per-gamma", type=int, default=1, help="test instances per gamma and scale")
     ap.add_argument("--workers", type=int, default=2)
     ap.add_argument("--scales", default="SML")
+    ap.add_argument("--gammas", default=",".join(map(str, TEST_GAMMAS)), help="test gammas (comma-separated)")
     args = ap.parse_args()
+    gammas = [float(g) for g in args.gammas.split(",")]
 
     from rich.progress import Progress
 
@@ -113,10 +115,16 @@ def main() -> None:
     from optiforge.platform.executors import make_executor
 
     report: dict = {"args": vars(args), "machine": "2-core shared CPU, no GPU"}
+    OUT.mkdir(parents=True, exist_ok=True)
+
+    def dump() -> None:  # after every phase: a long run killed later still leaves its numbers
+        (OUT / "scheduling.json").write_text(json.dumps(report, indent=1))
     report["throughput_decisions_per_s"] = throughput()
     print("throughput", report["throughput_decisions_per_s"], flush=True)
+    dump()
     report["es_generation_s"] = es_generation_times(args.workers, args.workflows)
     print("es generation", report["es_generation_s"], flush=True)
+    dump()
 
     es = ESConfig(population=args.population, workflows=args.workflows, seed=0)
     models = {}
@@ -144,6 +152,10 @@ def main() -> None:
             policy = train_deft(config, gens, es, executor=ex, progress=cb, checkpointer=keep, **kw)
             training[label] = {"history": hist, "seconds": time.perf_counter() - t0}
             models[label] = policy
+            report.setdefault("training", {})[label] = {
+                "seconds": training[label]["seconds"], "cost_mean": [x["cost_mean"] for x in hist]}
+            print("trained", label, f"{training[label]['seconds']:.0f} s", flush=True)
+            dump()
             return keep
         keep = run("DEFT (graph gate)", DeftConfig(4, "graph"), (args.g1, args.g2))
         stage1 = TrainState.from_bytes(keep.data).experts
@@ -153,7 +165,7 @@ def main() -> None:
 
         jobs = []
         for scale in args.scales:
-            for g in TEST_GAMMAS:
+            for g in gammas:
                 for k in range(args.per_gamma):
                     jobs += [(m, None, scale, g, k) for m in BASELINES]
                     jobs += [(label, _blob(p), scale, g, k) for label, p in models.items()]
@@ -176,8 +188,7 @@ def main() -> None:
     report["latency_s_per_decision"] = {m: float(np.mean(v)) for m, v in latency.items()}
     report["training"] = {k: {"seconds": v["seconds"],
                               "cost_mean": [h["cost_mean"] for h in v["history"]]} for k, v in training.items()}
-    OUT.mkdir(parents=True, exist_ok=True)
-    (OUT / "scheduling.json").write_text(json.dumps(report, indent=1))
+    dump()
     for m, by in report["cost"].items():
         print(f"{m:24s}", "  ".join(f"{s}: {c:8.2f}" for s, c in by.items()),
               f"  latency {1000 * report['latency_s_per_decision'][m]:.2f} ms", flush=True)
@@ -205,6 +216,21 @@ def main() -> None:
         fig.savefig(OUT / "scheduling.png", dpi=110)
     except ImportError:
         pass
+
+
+
+
+def render(path: Path = OUT / "scheduling.json") -> str:
+    """The markdown tables of a finished run (pasted into docs/benchmarks/scheduling.md)."""
+    r = json.loads(path.read_text())
+    scales = r["args"]["scales"]
+    lines = ["| method | " + " | ".join(scales) + " | late workflows | ms / decision |",
+             "|---|" + "---|" * (len(scales) + 2)]
+    for m, by in r["cost"].items():
+        late = sum(r["late_workflows"][m].values())
+        lines.append(f"| {m} | " + " | ".join(f"{by[s]:.2f}" for s in scales)
+                     + f" | {late} | {1000 * r['latency_s_per_decision'][m]:.2f} |")
+    return "\n".join(lines)
 
 
 if __name__ == "__main__":
