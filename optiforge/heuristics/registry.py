@@ -31,6 +31,7 @@ BUILTIN_TASKS: dict[str, str] = {
     "matching": "optiforge.heuristics.matching.task:MatchingTask",
     "tsptw": "optiforge.heuristics.routing.task:TSPTWTask",
     "tspdl": "optiforge.heuristics.routing.task:TSPDLTask",
+    "workflow": "optiforge.heuristics.scheduling.task:WorkflowSchedulingTask",
 }
 """Built-in tasks: name -> ``"module:Class"`` of a class constructed with no arguments."""
 

@@ -7,6 +7,11 @@ Both satisfy :class:`optiforge.agents.protocols.ProgramEvaluator`::
 
 (a task name is accepted too, and resolved once through the registry).
 
+Both also run trusted work in parallel: ``ex.map(fn, items)`` returns ``[fn(x) for x in
+items]`` in order, computed in worker processes (local: a spawned process pool; Ray: the
+sandbox actors' own processes, outside their sandboxes). ``fn`` must be importable (a
+module-level function); this is how evolution strategies evaluate a population.
+
 Every program runs in a :class:`~optiforge.platform.sandbox.Sandbox` child and is scored by the
 task's trusted scorer in the process that owns that sandbox (this process for ``local``, a
 Ray worker actor for ``ray``).
@@ -14,8 +19,10 @@ Ray worker actor for ``ray``).
 
 from __future__ import annotations
 
+import multiprocessing
 import sys
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
+from concurrent.futures import ProcessPoolExecutor
 from typing import Any
 
 from optiforge.extras import require
@@ -54,6 +61,8 @@ class LocalExecutor:
 
     def __init__(self, workers: int = 2, limits: SandboxLimits | None = None) -> None:
         self.sandbox = Sandbox(workers=workers, limits=limits)
+        self.workers = workers
+        self._pool: ProcessPoolExecutor | None = None
 
     @property
     def protections(self) -> dict[str, Any]:
@@ -64,7 +73,19 @@ class LocalExecutor:
         task_obj = _check_args(task, programs, split)
         return evaluate_programs(self.sandbox, task_obj, list(programs), split)
 
+    def map(self, fn: Callable[[Any], Any], items: Sequence[Any]) -> list[Any]:
+        """``[fn(x) for x in items]`` on ``workers`` processes (TRUSTED ``fn`` only: no sandbox)."""
+        if not callable(fn):
+            raise TypeError(f"fn: expected a callable, got {type(fn).__name__}")
+        if self._pool is None:
+            # spawn, not fork: the parent may hold torch/OpenMP threads that a fork would break.
+            self._pool = ProcessPoolExecutor(self.workers, mp_context=multiprocessing.get_context("spawn"))
+        return list(self._pool.map(fn, items))
+
     def close(self) -> None:
+        if self._pool is not None:
+            self._pool.shutdown(cancel_futures=True)
+            self._pool = None
         self.sandbox.close()
 
     def __enter__(self) -> LocalExecutor:
@@ -91,6 +112,9 @@ class _SandboxActor:
 
     def protections(self) -> dict[str, Any]:
         return self.sandbox.protections
+
+    def call(self, fn: Callable[[Any], Any], item: Any) -> Any:
+        return fn(item)
 
     def close(self) -> None:
         self.sandbox.close()
@@ -152,6 +176,12 @@ class RayExecutor:
         results = self._pool.map(
             lambda actor, program: actor.evaluate.remote(ref, program, split), list(programs))
         return [Evaluation(**d) for d in results]
+
+    def map(self, fn: Callable[[Any], Any], items: Sequence[Any]) -> list[Any]:
+        """``[fn(x) for x in items]`` on the actors (TRUSTED ``fn`` only: it runs unsandboxed)."""
+        if not callable(fn):
+            raise TypeError(f"fn: expected a callable, got {type(fn).__name__}")
+        return list(self._pool.map(lambda actor, item: actor.call.remote(fn, item), list(items)))
 
     def close(self) -> None:
         ray, actors, self._actors = self._ray, self._actors, []

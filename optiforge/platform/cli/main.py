@@ -16,6 +16,7 @@ from optiforge.platform.cli import (
     matching,
     probe,
     routing,
+    scheduling,
     study,
     train,
 )
@@ -49,6 +50,7 @@ study.register(app)
 probe.register(app)
 matching.register(app)
 routing.register(app)
+scheduling.register(app)
 dashboard.register(app)
 manifold.register(app)
 train.register(app)
