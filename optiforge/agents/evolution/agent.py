@@ -32,12 +32,16 @@ import numpy as np
 
 from optiforge import validation as check
 from optiforge.agents.evolution.canonical import code_hash
+from optiforge.agents.evolution.constants import find_constants
 from optiforge.agents.evolution.parsing import parse_response, signature_params
 from optiforge.agents.evolution.population import PoolEntry, Population, collapse_triggered
 from optiforge.agents.evolution.prompts import OPERATORS, build_prompt
 from optiforge.agents.evolution.rewards import RewardConfig, calm_reward
 from optiforge.agents.protocols import LLM
 from optiforge.types import Completion, Evaluation
+
+TUNE_OPERATOR = "tune"
+"""The operator of a child whose constants a black-box study set (no LLM wrote it)."""
 
 _DEFAULT_WEIGHTS = {
     "initialization": 0.10,
@@ -74,6 +78,15 @@ class EvolutionConfig:
         Optional system message.
     rewards : RewardConfig
         Reward tier values.
+    tune_every : int
+        Every this many rounds, a round is a ``tune`` round when the pool holds a heuristic
+        with numeric constants that was not tuned yet (0: never). See :meth:`EvolutionAgent.tune_target`.
+    tune_budget : int
+        Sandboxed train-split evaluations of one tune study (its parent's own point included).
+    tune_batch : int
+        Points asked from the tune study at once (evaluated in parallel in the sandbox).
+    tune_max_constants : int
+        The first this many constants of a program are tuned; the rest keep their values.
     """
 
     samples_per_prompt: int = 4
@@ -88,12 +101,19 @@ class EvolutionConfig:
     max_prompt_chars: int = 4000
     system: str | None = None
     rewards: RewardConfig = field(default_factory=RewardConfig)
+    tune_every: int = 2
+    tune_budget: int = 24
+    tune_batch: int = 4
+    tune_max_constants: int = 6
 
     def __post_init__(self) -> None:
         if isinstance(self.rewards, dict):
             self.rewards = RewardConfig(**self.rewards)
-        for name in ("samples_per_prompt", "pool_size", "collapse_C", "max_new_tokens", "max_prompt_chars"):
+        for name in ("samples_per_prompt", "pool_size", "collapse_C", "max_new_tokens", "max_prompt_chars",
+                     "tune_batch", "tune_max_constants"):
             check.integer(getattr(self, name), f"agent_options.{name}", minimum=1)
+        check.integer(self.tune_every, "agent_options.tune_every", minimum=0)
+        check.integer(self.tune_budget, "agent_options.tune_budget", minimum=2)
         for name in ("init_from_seed_prob", "delta0", "top_p"):
             check.unit(getattr(self, name), f"agent_options.{name}", closed=True)
         check.nonneg(self.temperature, "agent_options.temperature")
@@ -170,6 +190,21 @@ class Proposal:
         return cls(**d)
 
 
+@dataclass(frozen=True)
+class TuneRequest:
+    """What a ``tune`` round should do: tune ``parent``'s constants with this budget and seed.
+
+    The agent decides when and what to tune; whoever owns a sandbox and a study store runs
+    the study and hands the best variant back through :meth:`EvolutionAgent.tune_proposal`.
+    """
+
+    parent: PoolEntry
+    budget: int
+    batch: int
+    max_constants: int
+    seed: int
+
+
 def _seed_idea(name: str, code: str, entry_point: str) -> str:
     # A seed has no LLM-written idea; its entry-point docstring is the closest thing.
     try:
@@ -234,6 +269,7 @@ class EvolutionAgent:
         self.collapse_rounds: list[int] = []
         self.seeded = False
         self._seen: dict[str, float | None] = {}
+        self._tuned: set[str] = set()  # programs whose constants were tuned, or that a tune wrote
 
     # -- public API --------------------------------------------------------------------
     @property
@@ -261,6 +297,38 @@ class EvolutionAgent:
             Program(code=src, idea=_seed_idea(name, src, self.task.entry_point), hash=code_hash(src))
             for name, src in self.task.seeds.items()
         ]
+
+    def tune_target(self) -> TuneRequest | None:
+        """This round's tune request, or ``None`` when this round is an LLM round.
+
+        Every ``tune_every`` rounds (after the seeds), the best pool heuristic that has
+        numeric constants (:func:`~optiforge.agents.evolution.constants.find_constants`) and
+        was neither tuned nor written by a tune is chosen. The code is parsed, never run.
+        """
+        cfg = self.config
+        if not self.seeded or cfg.tune_every == 0 or self.round % cfg.tune_every != 0:
+            return None
+        for entry in self.population.ranked():
+            if entry.hash not in self._tuned and find_constants(entry.code, 1):
+                return TuneRequest(entry, cfg.tune_budget, cfg.tune_batch, cfg.tune_max_constants,
+                                   int(self.rng.integers(0, 2**31 - 1)))
+        return None
+
+    def tune_proposal(self, request: TuneRequest, code: str | None) -> Proposal:
+        """The ``tune`` round's proposal: the best tuned variant of ``request.parent``.
+
+        ``code`` is ``None`` when the study found nothing better than the parent: the round
+        then has no program (the parent is still marked as tuned). Observe it with the
+        variant's train evaluation, as any proposal.
+        """
+        parent = request.parent
+        programs = []
+        if code is not None:
+            h = code_hash(code)
+            programs.append(Program(code, parent.idea, h, duplicate_of=h if h in self._seen else None,
+                                    notes=[f"constants of {parent.hash} tuned"]))
+        return Proposal(self.round, TUNE_OPERATOR, "", [parent.hash], [], programs,
+                        baseline_score=parent.score, parent_scores=[parent.score])
 
     def propose(self) -> Proposal:
         """Build this round's proposal.
@@ -343,6 +411,9 @@ class EvolutionAgent:
         if proposal.operator == "seed":
             self._observe_seeds(proposal, evaluations)
             return [0.0] * len(evaluations)
+        if proposal.operator == TUNE_OPERATOR:
+            self._tuned.update(proposal.parents)
+            self._tuned.update(p.hash for p in proposal.programs if p.hash is not None)
 
         before = self.best.score if self.best is not None else math.inf
         rewards = []
@@ -392,6 +463,7 @@ class EvolutionAgent:
             "rng": self.rng.bit_generator.state,
             "population": self.population.state_dict(),
             "seen": dict(self._seen),
+            "tuned": sorted(self._tuned),
         }
 
     def load_state_dict(self, state: dict[str, Any]) -> None:
@@ -413,6 +485,7 @@ class EvolutionAgent:
         self.population.load_state_dict(state["population"])
         self.population.capacity = self.config.pool_size
         self._seen = dict(state["seen"])
+        self._tuned = set(state.get("tuned", []))  # absent in states saved before tuning existed
 
     # -- internals ---------------------------------------------------------------------
     def _observe_seeds(self, proposal: Proposal, evaluations: list[Evaluation]) -> None:
