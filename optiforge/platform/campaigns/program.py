@@ -229,6 +229,7 @@ class ProgramCampaign:
             return report
         b = best[0]
         report.best_code, report.best_idea, report.best_train_score = b.code, b.idea, b.score
+        report.best_operator = b.operator
         base_key = "baseline:" + (baseline or "")
         known = {e.candidate_hash: e for e in self.store.evaluations(cid, split=self.test_split)}
         todo = [(h, code) for h, code in ((b.hash, b.code), (base_key, self.task.seeds.get(baseline)))

@@ -215,6 +215,8 @@ def _run_with_progress(store, cid: str) -> None:
         f"{_fmt(report.baseline_test_score)}  |  gap vs baseline: {_fmt(report.gap_vs_baseline)} "
         "points (negative = better than the baseline)"
     )
+    colour = "green" if report.discovered else "yellow"
+    console.print(f"[bold {colour}]{report.verdict()}[/]")
 
 
 @campaign_app.command("run")

@@ -253,3 +253,7 @@ def test_make_run_command_line(home):
     assert shown["best"] and shown["best"][0]["test_score"] is not None
     text = " ".join(r.stdout.split())  # rich wraps the report at the terminal's width
     assert f"campaign id: {cid}" in text and "gap vs baseline" in text
+    # a plain verdict, and the seed is never presented as a discovery
+    assert "discovery" in text
+    if shown["best"][0]["operator"] == "seed":
+        assert "no discovery" in text
