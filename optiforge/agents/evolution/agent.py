@@ -72,6 +72,9 @@ class EvolutionConfig:
         Collapse when ``rand() < c_n * delta0`` or ``c_n >= collapse_C`` (CALM: 0.0005, 15).
     temperature, top_p, max_new_tokens : float, float, int
         Sampling parameters passed to the LLM.
+    operator_sampling : dict
+        Per-operator overrides of ``temperature`` / ``top_p``, e.g.
+        ``{"tweak": {"temperature": 0.6}}`` (a small edit wants less randomness than a new idea).
     max_prompt_chars : int
         Soft prompt-length limit (see :func:`~optiforge.agents.evolution.prompts.build_prompt`).
     system : str or None
@@ -98,6 +101,7 @@ class EvolutionConfig:
     temperature: float = 0.8
     top_p: float = 0.95
     max_new_tokens: int = 512
+    operator_sampling: dict[str, dict[str, float]] = field(default_factory=dict)
     max_prompt_chars: int = 4000
     system: str | None = None
     rewards: RewardConfig = field(default_factory=RewardConfig)
@@ -125,6 +129,23 @@ class EvolutionConfig:
         if sum(self.operator_weights.values()) <= 0:
             raise ValueError("agent_options.operator_weights: at least one weight must be > 0")
         check.text(self.system, "agent_options.system", optional=True, max_len=None, empty=True)
+        if not isinstance(self.operator_sampling, dict):
+            raise TypeError("agent_options.operator_sampling: expected a dict of operator -> "
+                            "{temperature, top_p}")
+        for op, knobs in self.operator_sampling.items():
+            name = f"agent_options.operator_sampling[{op!r}]"
+            check.choice(op, "agent_options.operator_sampling", OPERATORS)
+            if not isinstance(knobs, dict) or not set(knobs) <= {"temperature", "top_p"}:
+                raise ValueError(f"{name}: expected a dict with keys temperature and/or top_p")
+            if "temperature" in knobs:
+                check.nonneg(knobs["temperature"], f"{name}.temperature")
+            if "top_p" in knobs:
+                check.unit(knobs["top_p"], f"{name}.top_p", closed=True)
+
+    def sampling(self, operator: str) -> tuple[float, float]:
+        """``(temperature, top_p)`` for ``operator`` (its override, else the defaults)."""
+        knobs = self.operator_sampling.get(operator, {})
+        return float(knobs.get("temperature", self.temperature)), float(knobs.get("top_p", self.top_p))
 
     def to_dict(self) -> dict[str, Any]:
         return asdict(self)
@@ -344,12 +365,13 @@ class EvolutionAgent:
         prompt = build_prompt(operator, self.task, parents, library, self.config.max_prompt_chars)
         llm_seed = int(self.rng.integers(0, 2**31 - 1))
         cfg = self.config
+        temperature, top_p = cfg.sampling(operator)
         out = self.llm.generate(
             [prompt],
             n=cfg.samples_per_prompt,
             max_new_tokens=cfg.max_new_tokens,
-            temperature=cfg.temperature,
-            top_p=cfg.top_p,
+            temperature=temperature,
+            top_p=top_p,
             seed=llm_seed,
             system=cfg.system,
         )
@@ -531,6 +553,10 @@ class EvolutionAgent:
             return op, [first, pop.select_diverse(self.rng, first)]
         if op == "simplification":
             return op, [pop.select_bloated(self.rng)]
+        if op == "tweak":
+            # The heuristic to edit, then up to two other good ones as examples (few-shot).
+            first = pop.select_by_performance(self.rng)
+            return op, [first, *[e for e in pop.ranked() if e.hash != first.hash][:2]]
         return op, [pop.select_by_performance(self.rng)]
 
     def _baseline(self, parents: list[PoolEntry]) -> float | None:
