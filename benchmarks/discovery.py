@@ -9,6 +9,10 @@ prints the valid rate, the *new*-program rate (valid, not a hash seen before, an
 of a program shown in the prompt: CALM's duplicate test), the rate of new programs that have
 tunable constants (what ``tune`` can work on) and the rate that beats the best parent.
 
+``tune``: the tune operator alone on programs of the kind a small model writes (a weight or a
+threshold added to best fit), no LLM: train score before and after, the held-out test score
+of both against the baseline's, evaluations and seconds.
+
 ``campaigns``: full campaigns (the platform's runner, store and sandbox) for each arm and seed:
 ``evolution`` (``tune_every=0``), ``evolution+tune`` (the default) and ``tune-seeds`` (the
 control: the tune operator on the task's seeds alone, no LLM). Prints the test score of the
@@ -18,6 +22,7 @@ beats the baseline on the held-out split), with the wall time.
 Usage::
 
     python benchmarks/discovery.py operators [--task binpacking] [--prompts 3] [--samples 4]
+    python benchmarks/discovery.py tune [--budget 24] [--seed 0]
     python benchmarks/discovery.py campaigns [--task binpacking] [--seeds 0 1] [--budget 16]
         [--arms evolution evolution+tune tune-seeds] [--rl none]
 """
@@ -139,6 +144,50 @@ def _tune_seeds(task_name: str, seed: int, budget: int) -> dict:
             "discovered": test[0].score < test[1].score}
 
 
+# Best fit with one added weight or threshold: the edits a 135M model makes (docs/benchmarks/rl.md).
+SMALL_EDITS = {
+    "gap penalty": "    r = bins - item\n    return -r - 3.0 * ((r > 0) & (r < 3))",
+    "near-fit bonus": "    r = bins - item\n    return -r + 0.5 * (r < item) * (r > 0)",
+    "weighted free space": "    return -(bins - item) + 1.5 * bins",
+    "squared slack + size": "    return -(bins - item) ** 2 + 0.1 * bins",
+    "exact-fit bonus": "    r = bins - item\n    return -r + 10.0 * (r < 1.0)",
+}
+
+
+def tune(args: argparse.Namespace) -> None:
+    from optiforge.platform.campaigns.tune import tune_constants
+    from optiforge.platform.executors import make_executor
+    from optiforge.platform.store import Store
+
+    os.environ.setdefault("OPTIFORGE_HOME", tempfile.mkdtemp(prefix="optiforge-tune-"))
+    task = get_task("binpacking")
+    store = Store()
+    table = Table("program", "constants", "train before", "train after", "test before", "test after",
+                  "best fit test", "evals", "s", title=f"tune alone, budget {args.budget}")
+    rows = []
+    with make_executor("local", workers=2) as sandbox:
+        base_test = sandbox.evaluate(task, [task.seeds[task.baseline]], "test")[0].score
+        for name, body in SMALL_EDITS.items():
+            code = f"import numpy as np\n\n\ndef priority(item, bins):\n{body}\n"
+            ev = sandbox.evaluate(task, [code], "train")[0]
+            parent = PoolEntry(code_hash(code), code, name, ev.score, "tweak", [], 0)
+            t0 = time.perf_counter()
+            r = tune_constants(store, sandbox, task, TuneRequest(parent, args.budget, 4, 6, args.seed), "local")
+            secs = time.perf_counter() - t0
+            child = r.code or code
+            tests = sandbox.evaluate(task, [code, child], "test")
+            row = {"program": name, "constants": r.parent_constants, "tuned": r.constants,
+                   "train_before": ev.score, "train_after": r.evaluation.score if r.evaluation else ev.score,
+                   "test_before": tests[0].score, "test_after": tests[1].score, "best_fit_test": base_test,
+                   "evaluations": r.evaluations, "seconds": secs}
+            rows.append(row)
+            table.add_row(name, str(len(r.parent_constants)), f"{row['train_before']:.3f}",
+                          f"{row['train_after']:.3f}", f"{row['test_before']:.3f}", f"{row['test_after']:.3f}",
+                          f"{base_test:.3f}", str(r.evaluations), f"{secs:.0f}")
+    console.print(table)
+    print(json.dumps(rows))
+
+
 def campaigns(args: argparse.Namespace) -> None:
     from optiforge.platform.campaigns import create_campaign, run_campaign
     from optiforge.platform.store import Store
@@ -195,6 +244,9 @@ def main() -> None:
     o.add_argument("--seed", type=int, default=0)
     o.add_argument("--sampling", default="{}", help='per-operator overrides, e.g. {"tweak": {"temperature": 0.6}}')
     o.add_argument("--pool", nargs="*", default=[], help="extra pool programs (files)")
+    t = sub.add_parser("tune")
+    t.add_argument("--budget", type=int, default=24)
+    t.add_argument("--seed", type=int, default=0)
     c = sub.add_parser("campaigns")
     c.add_argument("--task", default="binpacking")
     c.add_argument("--llm", default="smollm2")
@@ -206,7 +258,7 @@ def main() -> None:
     c.add_argument("--tune-budget", type=int, default=24)
     c.add_argument("--options", default="{}", help="extra agent options (JSON)")
     args = ap.parse_args()
-    operators(args) if args.part == "operators" else campaigns(args)
+    {"operators": operators, "tune": tune, "campaigns": campaigns}[args.part](args)
 
 
 if __name__ == "__main__":
