@@ -108,6 +108,7 @@ def operators(args: argparse.Namespace) -> None:
             rows.append({"operator": op, "samples": n, "valid": valid / n, "new": new / n,
                          "new_with_constants": tunable / n, "better_than_parent": better / n,
                          "s_per_prompt": (time.perf_counter() - t0) / args.prompts})
+            print(json.dumps(rows[-1]), flush=True)  # one line per operator: a long run keeps its rows
     table = Table("operator", "samples", "valid", "new", "new, with constants", "better than parent",
                   "s / prompt", title=f"{args.task}, {args.llm}, G={args.samples}")
     for r in rows:
@@ -115,7 +116,6 @@ def operators(args: argparse.Namespace) -> None:
                       f"{r['new_with_constants']:.2f}", f"{r['better_than_parent']:.2f}",
                       f"{r['s_per_prompt']:.1f}")
     console.print(table)
-    print(json.dumps(rows))
 
 
 def _tune_seeds(task_name: str, seed: int, budget: int) -> dict:
