@@ -41,6 +41,10 @@ _STRUCTURAL_KEYWORDS = frozenset({
     "start", "stop", "step", "num", "kth", "repeats", "maxlen", "key",
 })
 
+MAGNITUDES = (1e-12, 1e9)
+"""Nonzero literals outside this range of magnitudes are left alone: sentinels (``1e18``,
+``-np.inf`` stand-ins) and epsilons are not weights, and their boxes would not be finite."""
+
 MAX_SCALE = 4.0
 """A nonzero float constant is searched on a log scale within a factor of this, sign kept."""
 
@@ -117,7 +121,7 @@ class _Finder(ast.NodeVisitor):
             return False
         if isinstance(value, int) and self._structural:
             return True  # an index / count: not a constant to tune (and not looked into)
-        if isinstance(value, float) and not math.isfinite(value):
+        if not math.isfinite(value) or (value != 0 and not MAGNITUDES[0] <= abs(value) <= MAGNITUDES[1]):
             return True
         self.found.append((node, value))
         return True

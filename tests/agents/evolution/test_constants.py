@@ -72,3 +72,7 @@ def test_the_box_keeps_scale_and_sign():
     assert space["c0"] == {"type": "float", "low": -1.0, "high": 1.0}
     assert space["c1"] == {"type": "float", "low": 2.0, "high": 32.0, "log": True}
     assert space["c2"] == {"type": "int", "low": 0, "high": 200}
+    # sentinels and epsilons are not weights (and would not give a finite box)
+    odd = "def f(x):\n    return min(x, 1e18) + 1e-300 + 5e11 + 2.0 * x\n"
+    assert [c.value for c in find_constants(odd)] == [2.0]
+    Space(tune_space(find_constants(odd)))  # a valid space
