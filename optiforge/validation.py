@@ -13,7 +13,11 @@ from __future__ import annotations
 
 import math
 import numbers
-from typing import Any
+from collections.abc import Mapping
+from dataclasses import fields
+from typing import Any, TypeVar
+
+C = TypeVar("C")
 
 MAX_NAME = 200
 MAX_ECHO = 80
@@ -156,3 +160,20 @@ def _json(value: Any, path: str) -> Any:
     if isinstance(value, (list, tuple)):
         return [_json(v, f"{path}[{i}]") for i, v in enumerate(value)]
     raise TypeError(f"{path}: {type(value).__name__} is not JSON-serializable")
+
+
+def options(cls: type[C], value: Any, name: str = "agent_options") -> C:
+    """Build the dataclass ``cls`` from a mapping of its field names (``None``: the defaults).
+
+    A non-mapping raises TypeError and unknown keys raise ValueError, naming ``name``; the
+    values are checked by ``cls`` itself (its ``__post_init__``).
+    """
+    if value is None:
+        return cls()
+    if not isinstance(value, Mapping):
+        raise TypeError(f"{name}: expected an object, got {type(value).__name__}")
+    known = {f.name for f in fields(cls)}  # type: ignore[arg-type]
+    unknown = sorted(set(value) - known)
+    if unknown:
+        raise ValueError(f"{name}: unknown option(s) {unknown}; known: {sorted(known)}")
+    return cls(**dict(value))

@@ -2,8 +2,8 @@
 
 Two families of agents plug in here:
 
-* **black-box agents** (:class:`~optiforge.agents.protocols.BlackboxAgent`): ``hollm`` and
-  ``random`` are built in; studies, black-box campaigns, the HTTP API, the CLI and the Optuna
+* **black-box agents** (:class:`~optiforge.agents.protocols.BlackboxAgent`): ``hollm``,
+  ``random`` and ``zo-riemannian`` are built in; studies, black-box campaigns, the HTTP API, the CLI and the Optuna
   sampler all build their agent through :func:`make_blackbox_agent`;
 * **program agents**, which evolve heuristic programs for a
   :class:`~optiforge.heuristics.HeuristicTask`: ``evolution`` (CALM).
@@ -59,6 +59,9 @@ class AgentInfo:
         evaluations (HOLLM's schedule length ``T``).
     batch_size : callable
         ``batch_size(options) -> int``: points a black-box campaign asks per round.
+    check_space : callable
+        ``check_space(space)``: raises ``ValueError`` naming a parameter the agent cannot
+        search (HOLLM keeps to box parameters); checked when a study is created.
     """
 
     name: str
@@ -70,6 +73,7 @@ class AgentInfo:
     llm_ref: Callable[[Mapping[str, Any]], str | None] = lambda options: None
     budget_defaults: Callable[[int], dict[str, Any]] = lambda budget: {}
     batch_size: Callable[[Mapping[str, Any]], int] = lambda options: 4
+    check_space: Callable[[Any], None] = lambda space: None
 
 
 # ---------------------------------------------------------------------------- built-ins
@@ -89,6 +93,24 @@ def _hollm_factory(space: Any, options: Mapping[str, Any], llm: LLM | None, seed
     from optiforge.agents.hollm import HOLLMAgent
 
     return HOLLMAgent(space, dict(options), llm=llm if _hollm_wants_llm(options) else None, seed=seed)
+
+
+def _zo_validate(options: Mapping[str, Any] | None) -> dict[str, Any]:
+    from optiforge.agents.zo_riemannian import ZORiemannianConfig
+
+    return ZORiemannianConfig.from_options(options).to_dict()
+
+
+def _zo_factory(space: Any, options: Mapping[str, Any], llm: LLM | None, seed: int) -> BlackboxAgent:
+    from optiforge.agents.zo_riemannian import ZORiemannianAgent
+
+    return ZORiemannianAgent(space, options, seed=seed)
+
+
+def _zo_check_space(space: Any) -> None:
+    from optiforge.blackbox.riemannian import ConformalBarrier, SpaceManifold
+
+    SpaceManifold(space, ConformalBarrier())
 
 
 def _random_validate(options: Mapping[str, Any] | None) -> dict[str, Any]:
@@ -125,9 +147,17 @@ _BUILTIN: dict[str, AgentInfo] = {
                   _hollm_validate, _hollm_factory, _hollm_wants_llm,
                   llm_ref=lambda options: options.get("llm"),
                   budget_defaults=lambda budget: {"budget": budget},
-                  batch_size=lambda options: int(options.get("b", 4))),
+                  batch_size=lambda options: int(options.get("b", 4)),
+                  check_space=lambda space: space.require_box("hollm")),
         AgentInfo("random", "blackbox", "uniform random search (the baseline)",
                   _random_validate, _random_factory),
+        AgentInfo("zo-riemannian", "blackbox",
+                  "zeroth-order Riemannian SGD with structure-preserving metrics (simplex, sphere, "
+                  "spd and float parameters)",
+                  _zo_validate, _zo_factory,
+                  budget_defaults=lambda budget: {"budget": max(2, budget)},
+                  batch_size=lambda options: 2 * int(options.get("directions", 1)),
+                  check_space=_zo_check_space),
         AgentInfo("evolution", "program",
                   "CALM-style heuristic evolution (operators, pool, collapse, CALM rewards)",
                   _evolution_validate, _evolution_factory, lambda options: True),

@@ -7,9 +7,17 @@ sampler in :mod:`optiforge.integrations.optuna`.
 from __future__ import annotations
 
 from optiforge.blackbox.functions import BlackboxTask, blackbox_task_names, get_blackbox_task
-from optiforge.blackbox.space import CategoricalParam, FloatParam, IntParam, Space
+from optiforge.blackbox.space import (
+    CategoricalParam,
+    FloatParam,
+    IntParam,
+    SimplexParam,
+    Space,
+    SpdParam,
+    SphereParam,
+)
 
 __all__ = [
-    "BlackboxTask", "CategoricalParam", "FloatParam", "IntParam", "Space", "blackbox_task_names",
-    "get_blackbox_task",
+    "BlackboxTask", "CategoricalParam", "FloatParam", "IntParam", "SimplexParam", "Space", "SpdParam",
+    "SphereParam", "blackbox_task_names", "get_blackbox_task",
 ]

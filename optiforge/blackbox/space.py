@@ -1,4 +1,5 @@
-"""Search spaces for black-box optimization: float, int and categorical parameters.
+"""Search spaces for black-box optimization: box parameters (float, int, categorical) and
+manifold parameters (simplex, sphere, spd).
 
 A :class:`Space` maps user-facing parameter values to points of the unit cube ``[0, 1]^d``
 (:meth:`Space.encode`) and back (:meth:`Space.decode`), so optimizers work on one geometry
@@ -11,6 +12,18 @@ whatever the parameter types. Its JSON form is the API contract::
 Discrete values (int grid points, categorical choices) own equal-width cells of the unit
 interval and encode to the cell centres, so every point of the cube decodes to a valid value
 and a value survives an encode/decode round trip unchanged.
+
+Manifold parameters hold a point of a manifold rather than one number::
+
+    {"w": {"type": "simplex", "dim": 6},      # 6 weights >= 0 summing to 1 (a JSON list)
+     "u": {"type": "sphere", "dim": 3},       # a unit vector of R^3 (a JSON list)
+     "S": {"type": "spd", "n": 3}}            # a symmetric positive-definite 3x3 matrix (nested lists)
+
+They have no unit-cube encoding, so only agents that work on manifolds take them
+(``zo-riemannian``, ``random``); :meth:`Space.is_box` tells them apart and HOLLM refuses
+them. The geometry (tangent spaces, metrics, retractions) lives in
+:mod:`optiforge.blackbox.riemannian`; this module is the vocabulary: validation, JSON form and
+random points, in numpy only.
 """
 
 from __future__ import annotations
@@ -242,16 +255,183 @@ class CategoricalParam:
         return {"type": "categorical", "choices": list(self.choices)}
 
 
-Param = FloatParam | IntParam | CategoricalParam
+MAX_MANIFOLD_COORDS = 1_000_000
+"""Most coordinates of one manifold parameter (an spd ``n`` x ``n`` matrix has ``n**2``)."""
+MANIFOLD_ATOL = 1e-6
+"""Tolerance of the manifold constraints (sum to 1, unit norm, symmetry, relative to the scale)."""
+
+
+def _dimension(value: Any, what: str, minimum: int, maximum: int | None = None) -> int:
+    if isinstance(value, bool) or not isinstance(value, (int, np.integer)):
+        if isinstance(value, float) and value.is_integer():
+            value = int(value)
+        else:
+            raise TypeError(f"{what}: expected an integer, got {value!r}")
+    value = int(value)
+    if value < minimum:
+        raise ValueError(f"{what}: must be >= {minimum}, got {value}")
+    if maximum is not None and value > maximum:
+        raise ValueError(f"{what}: at most {maximum}, got {value}")
+    return value
+
+
+def _vector(value: Any, name: str, length: int) -> np.ndarray:
+    """A JSON list of ``length`` finite numbers as a float array (errors name ``params.<name>``)."""
+    if isinstance(value, np.ndarray):
+        value = value.tolist()
+    if isinstance(value, (str, bytes)) or not isinstance(value, Sequence):
+        raise TypeError(f"params.{name}: expected a list of {length} numbers, got {type(value).__name__}")
+    if len(value) != length:
+        raise ValueError(f"params.{name}: expected {length} numbers, got {len(value)}")
+    out = np.empty(length)
+    for i, v in enumerate(value):
+        out[i] = _finite_number(v, f"params.{name}[{i}]")
+    return out
+
+
+@dataclass(frozen=True)
+class _VectorParam:
+    """A manifold parameter whose value is a JSON list of ``dim`` numbers (simplex, sphere)."""
+
+    name: str
+    dim: int
+
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "dim", _dimension(self.dim, f"space.{self.name}.dim", 2, MAX_MANIFOLD_COORDS))
+
+    @property
+    def size(self) -> int:
+        """Coordinates of a value."""
+        return self.dim
+
+
+@dataclass(frozen=True)
+class SimplexParam(_VectorParam):
+    """A point of the probability simplex ``{p in R^dim : p_i >= 0, sum p_i = 1}``.
+
+    ``random`` draws from the flat Dirichlet(1, ..., 1) law, which is the uniform law for the
+    Lebesgue (surface) measure of the simplex. Values are JSON lists; ``validate`` accepts a sum
+    within :data:`MANIFOLD_ATOL` of 1 and returns the numbers as given (not renormalised, so a
+    stored point is evaluated exactly as stored).
+    """
+
+    def validate(self, value: Any) -> list[float]:
+        p = _vector(value, self.name, self.dim)
+        if np.any(p < 0):
+            i = int(np.argmin(p))
+            raise ValueError(f"params.{self.name}[{i}]: simplex weights must be >= 0, got {p[i]}")
+        if abs(p.sum() - 1.0) > MANIFOLD_ATOL:
+            raise ValueError(f"params.{self.name}: simplex weights must sum to 1, got {p.sum()!r}")
+        return p.tolist()
+
+    def random(self, rng: np.random.Generator) -> list[float]:
+        return rng.dirichlet(np.ones(self.dim)).tolist()
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"type": "simplex", "dim": self.dim}
+
+
+@dataclass(frozen=True)
+class SphereParam(_VectorParam):
+    """A unit vector of ``R^dim`` (the sphere ``S^(dim-1)``).
+
+    ``random`` normalises a standard Gaussian vector: uniform for the sphere's surface measure.
+    ``validate`` accepts a norm within :data:`MANIFOLD_ATOL` of 1.
+    """
+
+    def validate(self, value: Any) -> list[float]:
+        u = _vector(value, self.name, self.dim)
+        norm = float(np.linalg.norm(u))
+        if abs(norm - 1.0) > MANIFOLD_ATOL:
+            raise ValueError(f"params.{self.name}: a sphere point must have norm 1, got {norm!r}")
+        return u.tolist()
+
+    def random(self, rng: np.random.Generator) -> list[float]:
+        z = rng.standard_normal(self.dim)
+        return (z / np.linalg.norm(z)).tolist()
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"type": "sphere", "dim": self.dim}
+
+
+@dataclass(frozen=True)
+class SpdParam:
+    """A symmetric positive-definite ``n`` x ``n`` matrix (nested JSON lists, row by row).
+
+    The SPD cone has infinite volume, so no law on it is uniform; ``random`` states its sense:
+    ``S = scale * Q diag(exp(a)) Q^T`` with ``Q`` Haar-distributed on O(n) and ``a_i`` i.i.d.
+    uniform on ``[-1, 1]`` (eigenvalues log-uniform on ``[scale/e, scale*e]``, eigenvectors
+    uniform). ``scale`` (default 1) only places random points; it is not a constraint.
+    ``validate`` accepts asymmetry up to :data:`MANIFOLD_ATOL` times the largest entry and needs
+    every eigenvalue > 0.
+    """
+
+    name: str
+    n: int
+    scale: float = 1.0
+
+    def __post_init__(self) -> None:
+        n = _dimension(self.n, f"space.{self.name}.n", 1)
+        if n * n > MAX_MANIFOLD_COORDS:
+            raise ValueError(f"space.{self.name}.n: at most {math.isqrt(MAX_MANIFOLD_COORDS)}, got {n}")
+        scale = _finite_number(self.scale, f"space.{self.name}.scale")
+        if scale <= 0:
+            raise ValueError(f"space.{self.name}.scale: must be > 0, got {scale}")
+        object.__setattr__(self, "n", n)
+        object.__setattr__(self, "scale", scale)
+
+    @property
+    def size(self) -> int:
+        return self.n * self.n
+
+    def validate(self, value: Any) -> list[list[float]]:
+        if isinstance(value, np.ndarray):
+            value = value.tolist()
+        if isinstance(value, (str, bytes)) or not isinstance(value, Sequence) or len(value) != self.n:
+            raise TypeError(f"params.{self.name}: expected {self.n} rows of {self.n} numbers")
+        S = np.stack([_vector(row, f"{self.name}[{i}]", self.n) for i, row in enumerate(value)])
+        tol = MANIFOLD_ATOL * max(1.0, float(np.abs(S).max()))
+        if np.abs(S - S.T).max() > tol:
+            raise ValueError(f"params.{self.name}: the matrix must be symmetric "
+                             f"(largest |S - S^T| entry {np.abs(S - S.T).max():.3g})")
+        lam_min = float(np.linalg.eigvalsh((S + S.T) / 2)[0])
+        if lam_min <= 0:
+            raise ValueError(f"params.{self.name}: the matrix must be positive definite "
+                             f"(smallest eigenvalue {lam_min:.3g})")
+        return S.tolist()
+
+    def random(self, rng: np.random.Generator) -> list[list[float]]:
+        q, r = np.linalg.qr(rng.standard_normal((self.n, self.n)))
+        q = q * np.sign(np.diag(r))  # the sign fix makes Q Haar-distributed (Mezzadri 2007)
+        S = self.scale * (q * np.exp(rng.uniform(-1.0, 1.0, self.n))) @ q.T
+        return ((S + S.T) / 2).tolist()
+
+    def to_dict(self) -> dict[str, Any]:
+        d: dict[str, Any] = {"type": "spd", "n": self.n}
+        if self.scale != 1.0:
+            d["scale"] = self.scale
+        return d
+
+
+BoxParam = FloatParam | IntParam | CategoricalParam
+ManifoldParam = SimplexParam | SphereParam | SpdParam
+Param = BoxParam | ManifoldParam
+_PARAM_TYPES = (FloatParam, IntParam, CategoricalParam, SimplexParam, SphereParam, SpdParam)
+_MANIFOLD_TYPES = (SimplexParam, SphereParam, SpdParam)
+_MANIFOLD_KEYS = {"simplex": ({"type", "dim"}, ("dim",)), "sphere": ({"type", "dim"}, ("dim",)),
+                  "spd": ({"type", "n", "scale"}, ("n",))}
 
 
 def _param_from_dict(name: str, spec: Any) -> Param:
     if not isinstance(spec, Mapping):
         raise TypeError(f"space.{name}: expected an object with a 'type', got {spec!r}")
     kind = spec.get("type")
+    if isinstance(kind, str) and kind in _MANIFOLD_KEYS:
+        return _manifold_from_dict(name, kind, spec)
     allowed = {"float": _FLOAT_KEYS, "int": _INT_KEYS, "categorical": _CAT_KEYS}.get(kind)  # type: ignore[arg-type]
     if allowed is None:
-        raise ValueError(f"space.{name}.type: must be 'float', 'int' or 'categorical', got {kind!r}")
+        raise ValueError(f"space.{name}.type: must be 'float', 'int', 'categorical', 'simplex', "
+                         f"'sphere' or 'spd', got {kind!r}")
     unknown = sorted(set(spec) - allowed)
     if unknown:
         raise ValueError(f"space.{name}: unknown key(s) {unknown} for a {kind} parameter")
@@ -265,6 +445,21 @@ def _param_from_dict(name: str, spec: Any) -> Param:
     if kind == "float":
         return FloatParam(name, spec["low"], spec["high"], bool_opt(spec, "log", name), spec.get("step"))
     return IntParam(name, spec["low"], spec["high"], spec.get("step", 1), bool_opt(spec, "log", name))
+
+
+def _manifold_from_dict(name: str, kind: str, spec: Mapping[str, Any]) -> ManifoldParam:
+    allowed, required = _MANIFOLD_KEYS[kind]
+    unknown = sorted(set(spec) - allowed)
+    if unknown:
+        raise ValueError(f"space.{name}: unknown key(s) {unknown} for a {kind} parameter")
+    for key in required:
+        if key not in spec:
+            raise ValueError(f"space.{name}.{key}: missing")
+    if kind == "simplex":
+        return SimplexParam(name, spec["dim"])
+    if kind == "sphere":
+        return SphereParam(name, spec["dim"])
+    return SpdParam(name, spec["n"], spec.get("scale", 1.0))
 
 
 def bool_opt(spec: Mapping[str, Any], key: str, name: str) -> bool:
@@ -299,7 +494,7 @@ class Space:
             for name, spec in params.items():
                 if not isinstance(name, str) or not name:
                     raise TypeError(f"space: parameter names must be non-empty strings, got {name!r}")
-                if isinstance(spec, (FloatParam, IntParam, CategoricalParam)):
+                if isinstance(spec, _PARAM_TYPES):
                     if spec.name != name:
                         raise ValueError(f"space.{name}: parameter object is named {spec.name!r}")
                     items.append(spec)
@@ -307,7 +502,7 @@ class Space:
                     items.append(_param_from_dict(name, spec))
         elif isinstance(params, Sequence) and not isinstance(params, (str, bytes)):
             for p in params:
-                if not isinstance(p, (FloatParam, IntParam, CategoricalParam)):
+                if not isinstance(p, _PARAM_TYPES):
                     raise TypeError(f"space: expected parameter objects, got {p!r}")
             items = list(params)
             if not items:
@@ -334,7 +529,23 @@ class Space:
 
     @property
     def dim(self) -> int:
+        """Number of parameters (a manifold parameter counts once)."""
         return len(self.params)
+
+    def is_box(self) -> bool:
+        """Whether every parameter is a box parameter (float, int, categorical)."""
+        return not any(isinstance(p, _MANIFOLD_TYPES) for p in self.params.values())
+
+    def manifold_params(self) -> list[ManifoldParam]:
+        """The manifold parameters, in order."""
+        return [p for p in self.params.values() if isinstance(p, _MANIFOLD_TYPES)]
+
+    def require_box(self, agent: str) -> None:
+        """Raise ``ValueError`` naming the first manifold parameter (for box-only agents)."""
+        for p in self.manifold_params():
+            raise ValueError(f"space.{p.name}: the {agent} agent searches box parameters (float, int, "
+                             f"categorical) only; {p.name!r} is a {p.to_dict()['type']} parameter "
+                             f"(use agent 'zo-riemannian' or 'random')")
 
     def __len__(self) -> int:
         return len(self.params)
@@ -344,6 +555,11 @@ class Space:
 
     def __repr__(self) -> str:
         return f"Space({self.to_dict()!r})"
+
+    def _require_cube(self) -> None:
+        for p in self.manifold_params():
+            raise TypeError(f"space.{p.name}: a {p.to_dict()['type']} parameter has no unit-cube "
+                            "encoding (only box parameters do)")
 
     # ------------------------------------------------------------------ values
     def validate(self, params: Any) -> dict[str, Any]:
@@ -367,12 +583,14 @@ class Space:
         return {n: p.validate(params[n]) for n, p in self.params.items()}
 
     def encode(self, params: Mapping[str, Any]) -> np.ndarray:
-        """Validated parameter values -> a point of ``[0, 1]^d``."""
+        """Validated parameter values -> a point of ``[0, 1]^d`` (box spaces only)."""
+        self._require_cube()
         clean = self.validate(params)
         return np.array([p.encode(clean[n]) for n, p in self.params.items()], dtype=float)
 
     def decode(self, u: Sequence[float] | np.ndarray) -> dict[str, Any]:
         """A point of ``[0, 1]^d`` (clipped) -> parameter values."""
+        self._require_cube()
         arr = np.asarray(u, dtype=float).reshape(-1)
         if arr.shape[0] != self.dim:
             raise ValueError(f"u: expected {self.dim} coordinates, got {arr.shape[0]}")
@@ -410,16 +628,29 @@ class Space:
         return tuple((n, repr(params[n])) for n in self.params)
 
     def sample(self, rng: np.random.Generator, n: int = 1) -> list[dict[str, Any]]:
-        """``n`` uniform random assignments (uniform in the encoding)."""
-        return [self.decode(row) for row in rng.random((n, self.dim))]
+        """``n`` random assignments: box parameters uniform in the encoding, manifold
+        parameters from their ``random`` law (uniform in the sense each class states)."""
+        if self.is_box():
+            return [self.decode(row) for row in rng.random((n, self.dim))]
+        box = [p for p in self.params.values() if not isinstance(p, _MANIFOLD_TYPES)]
+        U = rng.random((n, len(box)))
+        out = []
+        for row in U:
+            values = {p.name: _py(p.decode(x)) for p, x in zip(box, row, strict=True)}
+            values.update({p.name: p.random(rng) for p in self.manifold_params()})
+            out.append({name: values[name] for name in self.params})
+        return out
 
     def is_discrete(self) -> bool:
-        return all(not isinstance(p, FloatParam) or p.step is not None for p in self.params.values())
+        return all(isinstance(p, (IntParam, CategoricalParam))
+                   or (isinstance(p, FloatParam) and p.step is not None) for p in self.params.values())
 
     def cardinality(self) -> float:
         """Number of distinct assignments (``inf`` when a continuous parameter exists)."""
         total = 1.0
         for p in self.params.values():
+            if isinstance(p, _MANIFOLD_TYPES):
+                return math.inf
             if isinstance(p, FloatParam):
                 if p.step is None:
                     return math.inf

@@ -163,7 +163,23 @@ def _schemas(limits: ServiceLimits, llm_names: list[str]) -> dict[str, type[Base
         choices: list[Annotated[str, StringConstraints(max_length=limits.max_name_chars)] | Bound | Finite | bool | None] = Field(
             min_length=1, max_length=limits.max_choices, description="Distinct JSON scalars.")
 
-    ParamSpec = Annotated[FloatParamSpec | IntParamSpec | CategoricalParamSpec, Field(discriminator="type")]
+    ManifoldDim = Annotated[Int, Field(ge=2, le=limits.max_manifold_dim)]
+
+    class SimplexParamSpec(_Body):
+        type: Literal["simplex"]
+        dim: ManifoldDim = Field(description="Number of weights (>= 0, summing to 1).")
+
+    class SphereParamSpec(_Body):
+        type: Literal["sphere"]
+        dim: ManifoldDim = Field(description="Dimension of the ambient space (unit vectors).")
+
+    class SpdParamSpec(_Body):
+        type: Literal["spd"]
+        n: Annotated[Int, Field(ge=1, le=limits.max_spd_n)] = Field(description="Matrix size.")
+        scale: Annotated[float, Field(gt=0, allow_inf_nan=False)] = 1.0
+
+    ParamSpec = Annotated[FloatParamSpec | IntParamSpec | CategoricalParamSpec | SimplexParamSpec
+                          | SphereParamSpec | SpdParamSpec, Field(discriminator="type")]
     bounds = ", ".join(f"{k} <= {v}" for k, v in limits.agent_option_bounds.items())
     llms = ", ".join(llm_names) or "none configured"
 
@@ -176,7 +192,9 @@ def _schemas(limits: ServiceLimits, llm_names: list[str]) -> dict[str, type[Base
         agent_options: dict[str, Any] | None = Field(
             None, description=f"HOLLM options: proposer, predictor, llm (an offered name: {llms}), "
                               f"n_initial, m, k, b, alpha_max, alpha_min, budget, m0, lam, "
-                              f"context_points, retries, temperature, gaussian_scale, seed. Bounds: {bounds}.")
+                              f"context_points, retries, temperature, gaussian_scale, seed. Bounds: {bounds}. "
+                              f"zo-riemannian options: budget, eta, mu, schedule, sampler, directions, "
+                              f"barrier, seed.")
         name: Name | None = None
         seed: Int | None = Field(None, ge=0, le=MAX_SEED)
 

@@ -114,6 +114,7 @@ def validate_study(space: Any, direction: Any, agent: Any, agent_options: Any,
     opts = dict(agent_options or {})
     seed = check.integer(opts.pop("seed", 0), "agent_options.seed", minimum=0)
     info = get_agent(agent, "blackbox")
+    info.check_space(sp)
     clean = validate_options(agent, opts, "blackbox")
     ref = info.llm_ref(clean)
     if ref is not None:
@@ -321,7 +322,7 @@ def create_study(
     direction : {"minimize", "maximize"}
     agent : str
         A black-box agent from :func:`optiforge.agents.registry.agent_names` (``"hollm"``,
-        ``"random"``, or a plug-in).
+        ``"random"``, ``"zo-riemannian"`` for manifold parameters, or a plug-in).
     agent_options : dict, optional
         The agent's options; for HOLLM ``proposer``, ``predictor``, ``llm``, ``n_initial``,
         ``m``, ``k``, ``b``, ``alpha_max``, ``alpha_min``, ``budget``, ... (see

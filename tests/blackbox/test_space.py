@@ -3,7 +3,14 @@ import math
 import numpy as np
 import pytest
 
-from optiforge.blackbox.space import CategoricalParam, FloatParam, IntParam, Space
+from optiforge.blackbox.space import (
+    CategoricalParam,
+    FloatParam,
+    IntParam,
+    SimplexParam,
+    Space,
+    SphereParam,
+)
 
 SPEC = {
     "x": {"type": "float", "low": -5, "high": 10, "log": False},
@@ -126,3 +133,60 @@ def test_param_objects_accepted():
     assert space.to_dict()["b"] == {"type": "categorical", "choices": ["u", "v"]}
     with pytest.raises(ValueError, match="duplicate parameter names"):
         Space([FloatParam("a", 0, 1), FloatParam("a", 0, 2)])
+
+
+# ---------------------------------------------------------------------------- manifold parameters
+MANIFOLD = {"w": {"type": "simplex", "dim": 4}, "u": {"type": "sphere", "dim": 3},
+            "S": {"type": "spd", "n": 3, "scale": 2.0}, "x": {"type": "float", "low": 0, "high": 1}}
+
+
+def test_manifold_params_round_trip_validate_and_sample():
+    space = Space(MANIFOLD)
+    assert Space.from_dict(space.to_dict()) == space and not space.is_box()
+    assert [p.name for p in space.manifold_params()] == ["w", "u", "S"]
+    for p in space.sample(np.random.default_rng(0), 50):
+        clean = space.validate(p)
+        assert min(clean["w"]) > 0 and abs(sum(clean["w"]) - 1) < 1e-12
+        assert abs(np.linalg.norm(clean["u"]) - 1) < 1e-12
+        S = np.array(clean["S"])
+        assert np.allclose(S, S.T) and np.linalg.eigvalsh(S)[0] > 0
+    assert space.cardinality() == math.inf and not space.is_discrete()
+    with pytest.raises(TypeError, match=r"space\.w: a simplex parameter has no unit-cube encoding"):
+        space.encode(space.sample(np.random.default_rng(0))[0])
+
+
+def test_random_manifold_points_are_uniform_in_the_stated_sense():
+    rng = np.random.default_rng(1)
+    W = np.array([SimplexParam("w", 3).random(rng) for _ in range(20000)])
+    # flat Dirichlet: each marginal is Beta(1, 2), mean 1/3, P(w_0 < 1/2) = 3/4
+    assert abs(W[:, 0].mean() - 1 / 3) < 0.01 and abs((W[:, 0] < 0.5).mean() - 0.75) < 0.01
+    U = np.array([SphereParam("u", 3).random(rng) for _ in range(20000)])
+    # uniform on S^2: the height u_z is uniform on [-1, 1] (Archimedes)
+    assert abs((U[:, 2] < 0).mean() - 0.5) < 0.01 and abs((U[:, 2] > 0.5).mean() - 0.25) < 0.01
+
+
+@pytest.mark.parametrize(("spec", "value", "match"), [
+    ({"type": "simplex", "dim": 3}, [0.5, 0.5], r"params\.w: expected 3 numbers, got 2"),
+    ({"type": "simplex", "dim": 3}, [0.5, 0.6, -0.1], r"params\.w\[2\]: simplex weights must be >= 0"),
+    ({"type": "simplex", "dim": 3}, [0.5, 0.5, 0.5], r"params\.w: simplex weights must sum to 1"),
+    ({"type": "simplex", "dim": 3}, [0.5, float("nan"), 0.5], r"params\.w\[1\]: must be finite"),
+    ({"type": "sphere", "dim": 2}, [1.0, 1.0], r"params\.w: a sphere point must have norm 1"),
+    ({"type": "spd", "n": 2}, [[1.0, 2.0], [0.0, 1.0]], r"params\.w: the matrix must be symmetric"),
+    ({"type": "spd", "n": 2}, [[1.0, 2.0], [2.0, 1.0]], r"params\.w: the matrix must be positive definite"),
+])
+def test_bad_manifold_values_name_the_parameter(spec, value, match):
+    with pytest.raises(ValueError, match=match):
+        Space({"w": spec}).validate({"w": value})
+
+
+@pytest.mark.parametrize(("spec", "err", "match"), [
+    ({"type": "simplex"}, ValueError, r"space\.w\.dim: missing"),
+    ({"type": "simplex", "dim": 1}, ValueError, r"space\.w\.dim: must be >= 2"),
+    ({"type": "sphere", "dim": "3"}, TypeError, r"space\.w\.dim: expected an integer"),
+    ({"type": "spd", "n": 2, "scale": -1}, ValueError, r"space\.w\.scale: must be > 0"),
+    ({"type": "spd", "n": 2000}, ValueError, r"space\.w\.n: at most 1000"),
+    ({"type": "sphere", "dim": 3, "low": 0}, ValueError, r"unknown key\(s\) \['low'\] for a sphere"),
+])
+def test_bad_manifold_specs_name_the_key(spec, err, match):
+    with pytest.raises(err, match=match):
+        Space({"w": spec})

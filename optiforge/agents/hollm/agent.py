@@ -43,12 +43,13 @@ from __future__ import annotations
 import math
 import warnings
 from collections.abc import Mapping
-from dataclasses import asdict, dataclass, fields
+from dataclasses import asdict, dataclass
 from typing import Any
 
 import numpy as np
 from scipy.stats import qmc
 
+from optiforge import validation as check
 from optiforge.agents.hollm.partition import kd_partition, leaf_size
 from optiforge.agents.hollm.predictors import PREDICTORS, make_predictor
 from optiforge.agents.hollm.proposers import (
@@ -150,15 +151,7 @@ class HOLLMConfig:
     @classmethod
     def from_options(cls, options: Mapping[str, Any] | None) -> HOLLMConfig:
         """Validate ``agent_options`` (unknown keys and bad values raise, naming the key)."""
-        if options is None:
-            return cls()
-        if not isinstance(options, Mapping):
-            raise TypeError(f"agent_options: expected an object, got {type(options).__name__}")
-        known = {f.name for f in fields(cls)}
-        unknown = sorted(set(options) - known)
-        if unknown:
-            raise ValueError(f"agent_options: unknown option(s) {unknown}; known: {sorted(known)}")
-        return cls(**dict(options))
+        return check.options(cls, options)
 
     def to_dict(self) -> dict[str, Any]:
         return asdict(self)
@@ -190,6 +183,7 @@ class HOLLMAgent:
     def __init__(self, space: Space | Mapping[str, Any], config: HOLLMConfig | Mapping[str, Any] | None = None,
                  llm: LLM | None = None, seed: int = 0) -> None:
         self.space = space if isinstance(space, Space) else Space(space)
+        self.space.require_box("hollm")  # KD-tree regions live in the unit cube
         self.config = config if isinstance(config, HOLLMConfig) else HOLLMConfig.from_options(config)
         if isinstance(seed, bool) or not isinstance(seed, (int, np.integer)):
             raise TypeError(f"seed: expected an integer, got {seed!r}")

@@ -115,8 +115,8 @@ def create_campaign(
         GRPO fine-tuning of the LLM (program agents, in-process models); ``auto`` = where
         the model trains in process.
     config : dict, optional
-        ``agent_options`` (validated by the agent), ``rl_every``, ``rl_options``,
-        ``test_split``.
+        ``agent_options`` (validated by the agent), ``rl_every``, ``rl_options`` (the
+        learner's keyword arguments; ``{"lora": "bilora"}`` selects Bi-LoRA), ``test_split``.
     owner : str
         Who may see the campaign (and a black-box campaign's study) on the dashboard and the
         API; the command line's campaigns belong to ``"local"``, the operator.
@@ -165,6 +165,7 @@ def create_campaign(
             rl = "grpo" if info.kind == "program" and spec.kind == "hf" else "none"
     elif rl == "auto":
         rl = "none"
+    _check_rl_options(cfg, rl)
     cfg.update({"rl": rl, "workers": workers})
     check.text(name, "name", optional=True)
     check.text(owner, "owner")
@@ -174,6 +175,21 @@ def create_campaign(
                                              name=name or "campaign")
     return store.create_campaign(task=task, agent=agent, llm=llm, budget=budget, seed=seed,
                                  executor=executor, config=cfg, name=name, owner=owner)
+
+
+def _check_rl_options(cfg: dict[str, Any], rl: str) -> None:
+    """The LoRA variant in ``rl_options`` (the learner validates the rest when it is built)."""
+    rl_options = cfg.get("rl_options")
+    if rl_options is None:
+        return
+    if not isinstance(rl_options, dict):
+        raise TypeError(f"rl_options: expected a dict, got {type(rl_options).__name__}")
+    if "lora" in rl_options:
+        if rl != "grpo":
+            raise ValueError("lora: applies to RL fine-tuning only (--rl grpo, or auto with a local model)")
+        from optiforge.agents.evolution.grpo import LORA_VARIANTS
+
+        check.choice(rl_options["lora"], "lora", LORA_VARIANTS)
 
 
 def _validate_study(info: AgentInfo, space: Any, options: Any, budget: int,
@@ -235,10 +251,10 @@ def _run_program_campaign(store: Store, campaign: Campaign, info: AgentInfo,
 
 def _make_learner(llm: TrainableLLM, seed: int, agent_options: dict[str, Any],
                   rl_options: dict[str, Any]) -> Any:
-    from optiforge.agents.evolution.grpo import GRPOLearner
+    from optiforge.agents.evolution.grpo import make_learner
 
     # The learner's sampling settings mirror the agent's, so its ratios refer to the policy
-    # that actually sampled the completions.
+    # that actually sampled the completions. ``rl_options["lora"]`` picks the LoRA variant.
     options = {"temperature": agent_options.get("temperature", 0.8),
                "max_completion_tokens": agent_options.get("max_new_tokens", 512), **rl_options}
-    return GRPOLearner(llm, seed=seed, **options)
+    return make_learner(llm, seed=seed, **options)

@@ -237,6 +237,9 @@ def run(
     samples: int = typer.Option(4, help="G: LLM samples per prompt."),
     max_new_tokens: int = typer.Option(384, help="Generation length limit per sample."),
     rl_every: int = typer.Option(2, help="With --rl grpo: one RL update every K rounds."),
+    lora: str | None = typer.Option(
+        None, help="With --rl grpo: lora (default) | bilora (Bi-LoRA: an auxiliary adversarial "
+                   "adapter trained by ascent, dropped at save: the versions stay plain LoRA)."),
     options: str | None = typer.Option(
         None, help='Agent options as JSON, e.g. \'{"proposer": "sobol", "b": 4}\' (hollm) or '
                    '\'{"pool_size": 8}\' (evolution; --samples/--max-new-tokens override).'),
@@ -254,6 +257,8 @@ def run(
     if get_agent(agent).kind == "program":
         agent_options.update({"samples_per_prompt": samples, "max_new_tokens": max_new_tokens})
         config["rl_every"] = rl_every
+    if lora is not None:
+        config["rl_options"] = {"lora": lora}
     cid = create_campaign(store, task=task, agent=agent, budget=budget, llm=llm, seed=seed,
                           executor=executor, rl=rl, workers=workers, config=config, name=name,
                           owner=owner)

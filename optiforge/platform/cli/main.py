@@ -9,7 +9,7 @@ import warnings
 import typer
 
 # Heavy libraries load lazily, later.
-from optiforge.platform.cli import campaign, dashboard, matching, probe, study
+from optiforge.platform.cli import campaign, dashboard, manifold, matching, probe, study, train
 
 # Library chatter (download/conversion progress bars, hub warnings) would drown the campaign's
 # own progress bar; users can still opt back in by setting these themselves.
@@ -40,6 +40,8 @@ study.register(app)
 probe.register(app)
 matching.register(app)
 dashboard.register(app)
+manifold.register(app)
+train.register(app)
 
 
 def main() -> None:

@@ -71,7 +71,7 @@ def _emit(obj: Any) -> None:
 def create(
     space: str = typer.Option(..., help="Search space as JSON, or @file.json."),
     direction: str = typer.Option("minimize", help="minimize | maximize"),
-    agent: str = typer.Option("hollm", help="hollm | random"),
+    agent: str = typer.Option("hollm", help="hollm | random | zo-riemannian (manifold parameters)"),
     options: str = typer.Option("{}", "--options", help="agent_options as JSON (proposer, predictor, llm, ...)."),
     seed: int = typer.Option(None, help="Seed of the agent."),
     name: str = typer.Option(None, help="A label for the study."),

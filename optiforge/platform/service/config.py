@@ -59,6 +59,9 @@ class ServiceLimits:
         Open connections at once (503 past it).
     max_params, max_choices : int
         Parameters of a study's space; choices of one categorical parameter.
+    max_manifold_dim, max_spd_n : int
+        Largest ``dim`` of a simplex or sphere parameter; largest ``n`` of an spd parameter
+        (a trial of it holds ``n**2`` numbers).
     max_name_chars : int
         Length of a parameter name, a categorical string choice, a study name.
     max_ask_n : int
@@ -91,6 +94,8 @@ class ServiceLimits:
     max_connections: int = 1024
     max_params: int = 100
     max_choices: int = 1000
+    max_manifold_dim: int = 1000
+    max_spd_n: int = 30
     max_name_chars: int = 200
     max_ask_n: int = 100
     max_n_initial: int = 1000

@@ -121,18 +121,22 @@ def test_hollm_campaign_is_a_study_and_resumes_exactly(home):
     assert store.candidates(cid) == []  # one storage path for points: trials only
 
 
-def test_resumed_hollm_campaign_proposes_what_an_uninterrupted_one_does(home):
+@pytest.mark.parametrize(("agent", "task", "budget", "options"), [
+    ("hollm", "hartmann-3", 10, {"proposer": "gaussian", "b": 2, "n_initial": 4}),
+    ("zo-riemannian", "branin", 16, {"eta": 0.5, "mu": 0.5}),
+])
+def test_resumed_campaign_proposes_what_an_uninterrupted_one_does(home, agent, task, budget, options):
     store = Store()
-    opts = {"agent_options": {"proposer": "gaussian", "b": 2, "n_initial": 4}}
-    whole = create_campaign(store, task="hartmann-3", agent="hollm", budget=10, seed=5, config=opts)
-    split = create_campaign(store, task="hartmann-3", agent="hollm", budget=10, seed=5, config=opts)
+    opts = {"agent_options": options}
+    whole = create_campaign(store, task=task, agent=agent, budget=budget, seed=5, config=opts)
+    split = create_campaign(store, task=task, agent=agent, budget=budget, seed=5, config=opts)
     run_campaign(store, whole)
     with pytest.raises(KeyboardInterrupt):
         run_campaign(store, split, _interrupt_after(6))
     run_campaign(store, split)
     points = [[t.params for t in store.trials(store.get_campaign(c).config["study_id"])]
               for c in (whole, split)]
-    assert points[0] == points[1] and len(points[0]) == 10
+    assert points[0] == points[1] and len(points[0]) == budget
 
 
 @pytest.mark.slow

@@ -29,6 +29,8 @@ def _cli(*args: str, env=None, timeout=300) -> subprocess.CompletedProcess:
         (["campaign", "run", "--task", "binpacking", "--budget", "0"], "budget"),
         (["campaign", "run", "--task", "binpacking", "--budget", "2", "--llm", "bogus"], "llm"),
         (["campaign", "run", "--task", "binpacking", "--budget", "2", "--executor", "x"], "executor"),
+        (["campaign", "run", "--task", "binpacking", "--budget", "2", "--lora", "dora"], "lora"),
+        (["campaign", "run", "--task", "binpacking", "--budget", "2", "--rl", "none", "--lora", "bilora"], "lora"),
         (["campaign", "show", "doesnotexist"], "doesnotexist"),
         (["evaluate", "--task", "binpacking", "--program", "/no/such/file.py"], "program"),
         (["evaluate", "--task", "binpacking", "--program", __file__, "--split", "xx"], "split"),
@@ -39,7 +41,7 @@ def test_bad_input_exits_2_with_one_line(home, args, word):
     assert r.returncode == 2, r.stderr
     assert "Traceback" not in r.stderr
     lines = [ln for ln in r.stderr.strip().splitlines() if ln.strip()]
-    assert len(lines) == 1 and word in lines[0]
+    assert len(lines) == 1 and lines[0].startswith("error: ") and word in lines[0]
 
 
 def test_evaluate_json(home, tmp_path):

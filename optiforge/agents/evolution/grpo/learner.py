@@ -442,10 +442,14 @@ class GRPOLearner:
         hparams = self._hparams()
         return checkpoint.save_checkpoint(
             directory, self.model, self.adapter_name,
-            state={"optimizer": self.optimizer.state_dict(), "step": self._step, "hparams": hparams},
+            state={"optimizer": self._optimizer_state(), "step": self._step, "hparams": hparams},
             info={"step": self._step, "stats": self.last_stats, "hparams": hparams,
                   "trainable_parameters": self.trainable_parameters()},
         )
+
+    def _optimizer_state(self) -> dict[str, Any]:
+        """The optimizer state a version keeps (a variant leaves training-only parts out)."""
+        return self.optimizer.state_dict()
 
     def load(self, directory: str | os.PathLike[str]) -> None:
         """Restore adapter weights, optimizer state and step counter saved by :meth:`save`.
