@@ -1,7 +1,22 @@
 """CALM-style heuristic evolution: population, prompts, parsing, rewards and the agent."""
 
-from optiforge.agents.evolution.agent import EvolutionAgent, EvolutionConfig, Program, Proposal
+from optiforge.agents.evolution.agent import (
+    TUNE_OPERATOR,
+    EvolutionAgent,
+    EvolutionConfig,
+    Program,
+    Proposal,
+    TuneRequest,
+)
 from optiforge.agents.evolution.canonical import code_hash, normalize_code
+from optiforge.agents.evolution.constants import (
+    Constant,
+    find_constants,
+    signed_values,
+    space_point,
+    substitute,
+    tune_space,
+)
 from optiforge.agents.evolution.parsing import ParsedResponse, parse_response, signature_params
 from optiforge.agents.evolution.population import (
     PoolEntry,
@@ -14,6 +29,14 @@ from optiforge.agents.evolution.rewards import RewardConfig, calm_reward, relati
 
 __all__ = [
     "OPERATORS",
+    "TUNE_OPERATOR",
+    "Constant",
+    "TuneRequest",
+    "find_constants",
+    "signed_values",
+    "space_point",
+    "substitute",
+    "tune_space",
     "EvolutionAgent",
     "EvolutionConfig",
     "ParsedResponse",

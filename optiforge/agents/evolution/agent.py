@@ -32,12 +32,16 @@ import numpy as np
 
 from optiforge import validation as check
 from optiforge.agents.evolution.canonical import code_hash
+from optiforge.agents.evolution.constants import find_constants
 from optiforge.agents.evolution.parsing import parse_response, signature_params
 from optiforge.agents.evolution.population import PoolEntry, Population, collapse_triggered
 from optiforge.agents.evolution.prompts import OPERATORS, build_prompt
 from optiforge.agents.evolution.rewards import RewardConfig, calm_reward
 from optiforge.agents.protocols import LLM
 from optiforge.types import Completion, Evaluation
+
+TUNE_OPERATOR = "tune"
+"""The operator of a child whose constants a black-box study set (no LLM wrote it)."""
 
 _DEFAULT_WEIGHTS = {
     "initialization": 0.10,
@@ -68,12 +72,24 @@ class EvolutionConfig:
         Collapse when ``rand() < c_n * delta0`` or ``c_n >= collapse_C`` (CALM: 0.0005, 15).
     temperature, top_p, max_new_tokens : float, float, int
         Sampling parameters passed to the LLM.
+    operator_sampling : dict
+        Per-operator overrides of ``temperature`` / ``top_p``, e.g.
+        ``{"tweak": {"temperature": 0.6}}`` (a small edit wants less randomness than a new idea).
     max_prompt_chars : int
         Soft prompt-length limit (see :func:`~optiforge.agents.evolution.prompts.build_prompt`).
     system : str or None
         Optional system message.
     rewards : RewardConfig
         Reward tier values.
+    tune_every : int
+        Every this many rounds, a round is a ``tune`` round when the pool holds a heuristic
+        with numeric constants that was not tuned yet (0: never). See :meth:`EvolutionAgent.tune_target`.
+    tune_budget : int
+        Sandboxed train-split evaluations of one tune study (its parent's own point included).
+    tune_batch : int
+        Points asked from the tune study at once (evaluated in parallel in the sandbox).
+    tune_max_constants : int
+        The first this many constants of a program are tuned; the rest keep their values.
     """
 
     samples_per_prompt: int = 4
@@ -85,15 +101,23 @@ class EvolutionConfig:
     temperature: float = 0.8
     top_p: float = 0.95
     max_new_tokens: int = 512
+    operator_sampling: dict[str, dict[str, float]] = field(default_factory=dict)
     max_prompt_chars: int = 4000
     system: str | None = None
     rewards: RewardConfig = field(default_factory=RewardConfig)
+    tune_every: int = 2
+    tune_budget: int = 24
+    tune_batch: int = 4
+    tune_max_constants: int = 6
 
     def __post_init__(self) -> None:
         if isinstance(self.rewards, dict):
             self.rewards = RewardConfig(**self.rewards)
-        for name in ("samples_per_prompt", "pool_size", "collapse_C", "max_new_tokens", "max_prompt_chars"):
+        for name in ("samples_per_prompt", "pool_size", "collapse_C", "max_new_tokens", "max_prompt_chars",
+                     "tune_batch", "tune_max_constants"):
             check.integer(getattr(self, name), f"agent_options.{name}", minimum=1)
+        check.integer(self.tune_every, "agent_options.tune_every", minimum=0)
+        check.integer(self.tune_budget, "agent_options.tune_budget", minimum=2)
         for name in ("init_from_seed_prob", "delta0", "top_p"):
             check.unit(getattr(self, name), f"agent_options.{name}", closed=True)
         check.nonneg(self.temperature, "agent_options.temperature")
@@ -105,6 +129,23 @@ class EvolutionConfig:
         if sum(self.operator_weights.values()) <= 0:
             raise ValueError("agent_options.operator_weights: at least one weight must be > 0")
         check.text(self.system, "agent_options.system", optional=True, max_len=None, empty=True)
+        if not isinstance(self.operator_sampling, dict):
+            raise TypeError("agent_options.operator_sampling: expected a dict of operator -> "
+                            "{temperature, top_p}")
+        for op, knobs in self.operator_sampling.items():
+            name = f"agent_options.operator_sampling[{op!r}]"
+            check.choice(op, "agent_options.operator_sampling", OPERATORS)
+            if not isinstance(knobs, dict) or not set(knobs) <= {"temperature", "top_p"}:
+                raise ValueError(f"{name}: expected a dict with keys temperature and/or top_p")
+            if "temperature" in knobs:
+                check.nonneg(knobs["temperature"], f"{name}.temperature")
+            if "top_p" in knobs:
+                check.unit(knobs["top_p"], f"{name}.top_p", closed=True)
+
+    def sampling(self, operator: str) -> tuple[float, float]:
+        """``(temperature, top_p)`` for ``operator`` (its override, else the defaults)."""
+        knobs = self.operator_sampling.get(operator, {})
+        return float(knobs.get("temperature", self.temperature)), float(knobs.get("top_p", self.top_p))
 
     def to_dict(self) -> dict[str, Any]:
         return asdict(self)
@@ -168,6 +209,21 @@ class Proposal:
         d["completions"] = [Completion(**c) for c in d["completions"]]
         d["programs"] = [Program(**p) for p in d["programs"]]
         return cls(**d)
+
+
+@dataclass(frozen=True)
+class TuneRequest:
+    """What a ``tune`` round should do: tune ``parent``'s constants with this budget and seed.
+
+    The agent decides when and what to tune; whoever owns a sandbox and a study store runs
+    the study and hands the best variant back through :meth:`EvolutionAgent.tune_proposal`.
+    """
+
+    parent: PoolEntry
+    budget: int
+    batch: int
+    max_constants: int
+    seed: int
 
 
 def _seed_idea(name: str, code: str, entry_point: str) -> str:
@@ -234,6 +290,7 @@ class EvolutionAgent:
         self.collapse_rounds: list[int] = []
         self.seeded = False
         self._seen: dict[str, float | None] = {}
+        self._tuned: set[str] = set()  # programs whose constants were tuned, or that a tune wrote
 
     # -- public API --------------------------------------------------------------------
     @property
@@ -262,6 +319,38 @@ class EvolutionAgent:
             for name, src in self.task.seeds.items()
         ]
 
+    def tune_target(self) -> TuneRequest | None:
+        """This round's tune request, or ``None`` when this round is an LLM round.
+
+        Every ``tune_every`` rounds (after the seeds), the best pool heuristic that has
+        numeric constants (:func:`~optiforge.agents.evolution.constants.find_constants`) and
+        was neither tuned nor written by a tune is chosen. The code is parsed, never run.
+        """
+        cfg = self.config
+        if not self.seeded or cfg.tune_every == 0 or self.round % cfg.tune_every != 0:
+            return None
+        for entry in self.population.ranked():
+            if entry.hash not in self._tuned and find_constants(entry.code, 1):
+                return TuneRequest(entry, cfg.tune_budget, cfg.tune_batch, cfg.tune_max_constants,
+                                   int(self.rng.integers(0, 2**31 - 1)))
+        return None
+
+    def tune_proposal(self, request: TuneRequest, code: str | None) -> Proposal:
+        """The ``tune`` round's proposal: the best tuned variant of ``request.parent``.
+
+        ``code`` is ``None`` when the study found nothing better than the parent: the round
+        then has no program (the parent is still marked as tuned). Observe it with the
+        variant's train evaluation, as any proposal.
+        """
+        parent = request.parent
+        programs = []
+        if code is not None:
+            h = code_hash(code)
+            programs.append(Program(code, parent.idea, h, duplicate_of=h if h in self._seen else None,
+                                    notes=[f"constants of {parent.hash} tuned"]))
+        return Proposal(self.round, TUNE_OPERATOR, "", [parent.hash], [], programs,
+                        baseline_score=parent.score, parent_scores=[parent.score])
+
     def propose(self) -> Proposal:
         """Build this round's proposal.
 
@@ -276,12 +365,13 @@ class EvolutionAgent:
         prompt = build_prompt(operator, self.task, parents, library, self.config.max_prompt_chars)
         llm_seed = int(self.rng.integers(0, 2**31 - 1))
         cfg = self.config
+        temperature, top_p = cfg.sampling(operator)
         out = self.llm.generate(
             [prompt],
             n=cfg.samples_per_prompt,
             max_new_tokens=cfg.max_new_tokens,
-            temperature=cfg.temperature,
-            top_p=cfg.top_p,
+            temperature=temperature,
+            top_p=top_p,
             seed=llm_seed,
             system=cfg.system,
         )
@@ -343,6 +433,9 @@ class EvolutionAgent:
         if proposal.operator == "seed":
             self._observe_seeds(proposal, evaluations)
             return [0.0] * len(evaluations)
+        if proposal.operator == TUNE_OPERATOR:
+            self._tuned.update(proposal.parents)
+            self._tuned.update(p.hash for p in proposal.programs if p.hash is not None)
 
         before = self.best.score if self.best is not None else math.inf
         rewards = []
@@ -392,6 +485,7 @@ class EvolutionAgent:
             "rng": self.rng.bit_generator.state,
             "population": self.population.state_dict(),
             "seen": dict(self._seen),
+            "tuned": sorted(self._tuned),
         }
 
     def load_state_dict(self, state: dict[str, Any]) -> None:
@@ -413,6 +507,7 @@ class EvolutionAgent:
         self.population.load_state_dict(state["population"])
         self.population.capacity = self.config.pool_size
         self._seen = dict(state["seen"])
+        self._tuned = set(state.get("tuned", []))  # absent in states saved before tuning existed
 
     # -- internals ---------------------------------------------------------------------
     def _observe_seeds(self, proposal: Proposal, evaluations: list[Evaluation]) -> None:
@@ -458,6 +553,10 @@ class EvolutionAgent:
             return op, [first, pop.select_diverse(self.rng, first)]
         if op == "simplification":
             return op, [pop.select_bloated(self.rng)]
+        if op == "tweak":
+            # The heuristic to edit, then up to two other good ones as examples (few-shot).
+            first = pop.select_by_performance(self.rng)
+            return op, [first, *[e for e in pop.ranked() if e.hash != first.hash][:2]]
         return op, [pop.select_by_performance(self.rng)]
 
     def _baseline(self, parents: list[PoolEntry]) -> float | None:

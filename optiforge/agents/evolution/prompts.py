@@ -1,10 +1,15 @@
-"""Prompt builders for CALM's five operators.
+"""Prompt builders for CALM's five operators and the small-model ``tweak``.
 
 Each operator asks for one structural edit so that the reward (and, later, GRPO) can credit
 it: initialization (from scratch or from the seed), injection (add one component and
 describe it; the global component library is shown to avoid redundancy), replacement
 (rewrite one component, e.g. a constant into an instance-dependent rule), diversity-aware
 crossover (two parents) and simplification (compress a bloated heuristic).
+
+``tweak`` is ours, for small models (a 135M model rarely writes a valid *new* program when
+asked for a new component): change exactly one expression of the parent, or add one term
+with a numeric weight, with up to two other good pool heuristics shown first as examples
+(few-shot from the pool). A weight it adds is what the ``tune`` operator then sets.
 
 The wording follows CALM's published prompt excerpt ("Searching superior heuristics on the
 {name} problem in an evolutionary manner ..."); the full prompts (paper Figs. 3-9) are not
@@ -27,11 +32,12 @@ from typing import Any
 from optiforge.agents.evolution.canonical import normalize_code
 from optiforge.agents.evolution.population import PoolEntry
 
-OPERATORS = ("initialization", "injection", "replacement", "crossover", "simplification")
-"""The LLM operators (the agent also uses ``"seed"`` for the task's seed programs)."""
+OPERATORS = ("initialization", "injection", "replacement", "crossover", "simplification", "tweak")
+"""The LLM operators (the agent also uses ``"seed"`` for the task's seed programs and
+``"tune"`` for children whose constants a study set)."""
 
 N_PARENTS = {"initialization": (0, 1), "injection": (1, 1), "replacement": (1, 1),
-             "crossover": (2, 2), "simplification": (1, 1)}
+             "crossover": (2, 2), "simplification": (1, 1), "tweak": (1, 3)}
 """Allowed (min, max) number of parents shown per operator."""
 
 _LIBRARY_KEEP = 5
@@ -100,6 +106,15 @@ def _body(operator: str, task: Any, parents: Sequence[PoolEntry], library: Seque
                "ineffective components, merge similar terms and shorten the code while keeping "
                "its behaviour and performance.")
         return f"{_show(parents[0], 'Algorithm', compact)}\n\n## Your Task\n{ask}", False
+    if operator == "tweak":
+        # parents[0] is edited; the others are examples from the pool (shown first, so the
+        # algorithm to edit is what the model read last).
+        examples = "\n\n".join(_show(e, f"Example {i + 1}", True) for i, e in enumerate(parents[1:]))
+        shown = _show(parents[0], "Algorithm to edit", compact)
+        ask = ("Make ONE small edit to the algorithm to edit: change exactly one expression, or "
+               "add one term with a numeric weight (for example `+ 0.5 * <some quantity>`). "
+               "Keep every other line unchanged.")
+        return (f"{examples}\n\n{shown}" if examples else shown) + f"\n\n## Your Task\n{ask}", False
     raise ValueError(f"operator: unknown operator {operator!r}; known: {', '.join(OPERATORS)}")
 
 
@@ -120,7 +135,8 @@ def build_prompt(
         Uses ``name``, ``description``, ``entry_point`` and (initialization from scratch)
         ``template``.
     parents : sequence of PoolEntry
-        Heuristics shown (0 or 1 for initialization, 2 for crossover, else 1).
+        Heuristics shown (0 or 1 for initialization, 2 for crossover, 1 to 3 for tweak: the
+        first is edited, the others are examples; else 1).
     library : sequence of str
         Component descriptions already used (shown by injection).
     max_prompt_chars : int

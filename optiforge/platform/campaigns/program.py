@@ -8,6 +8,11 @@ One round::
     store.record_round(...)  -> candidates, evaluations, LLM calls, agent state: one transaction
     [every K rounds] learner.step(...) -> a new LoRA adapter version
 
+Every ``tune_every`` rounds the agent may ask for a ``tune`` round instead: a stored HOLLM
+study sets the constants of a pool heuristic, each variant scored in the sandbox on the train
+split (:mod:`optiforge.platform.campaigns.tune`); the best variant, if it beats its parent,
+is stored as a child with ``operator="tune"`` and its constants and study id in its metrics.
+
 Because every round is committed together with the agent's state, a campaign killed at any
 point (even ``kill -9``) resumes from its last committed round and loses no stored
 evaluation; only the round in flight is redone. An RL step that was due when the process
@@ -19,11 +24,12 @@ from __future__ import annotations
 import shutil
 from typing import Any
 
-from optiforge.agents.evolution import Program, Proposal
+from optiforge.agents.evolution import Program, Proposal, TuneRequest
 from optiforge.agents.protocols import PolicyLearner, ProgramEvaluator, TrainableLLM
 from optiforge.heuristics import HeuristicTask
 from optiforge.platform.campaigns.report import CampaignReport
 from optiforge.platform.campaigns.summary import campaign_progress
+from optiforge.platform.campaigns.tune import tune_constants
 from optiforge.platform.store import Campaign, CandidateIn, LLMCallIn, Store
 from optiforge.types import Evaluation
 
@@ -155,7 +161,12 @@ class ProgramCampaign:
         self._record(proposal, evals, None)
 
     def run_round(self, remaining: int) -> None:
-        """One LLM round (``remaining`` budget is not split: a round is G programs)."""
+        """One round: a tune round when the agent asks for one, else an LLM round
+        (``remaining`` budget is not split: a round is G programs)."""
+        request = self.agent.tune_target()
+        if request is not None:
+            self._tune_round(request)
+            return
         proposal = self.agent.propose()
         evals = self._evaluate(proposal.programs)
         rewards = self.agent.observe(proposal, evals)
@@ -165,6 +176,21 @@ class ProgramCampaign:
         self._record(proposal, evals, rewards)
         if self.learner is not None and self._round % self.rl_every == 0:
             self._rl_step()
+
+    def _tune_round(self, request: TuneRequest) -> None:
+        """Tune a pool heuristic's constants; its best variant (if better) joins as a child."""
+        result = tune_constants(self.store, self.evaluator, self.task, request,
+                                owner=self.campaign.owner, label=self.campaign.id)
+        proposal = self.agent.tune_proposal(request, result.code)
+        evals = []
+        if result.evaluation is not None:
+            ev = result.evaluation
+            # The constants and the study sit beside the scorer's metrics, so the child can be
+            # looked at (and its study opened) later.
+            evals = [Evaluation(valid=ev.valid, score=ev.score, error=ev.error, runtime_s=ev.runtime_s,
+                                metrics={**ev.metrics, "tune": result.record()})]
+        self.agent.observe(proposal, evals)
+        self._record(proposal, evals, None)
 
     def _rl_step(self) -> None:
         learner = self.learner
@@ -203,6 +229,7 @@ class ProgramCampaign:
             return report
         b = best[0]
         report.best_code, report.best_idea, report.best_train_score = b.code, b.idea, b.score
+        report.best_operator = b.operator
         base_key = "baseline:" + (baseline or "")
         known = {e.candidate_hash: e for e in self.store.evaluations(cid, split=self.test_split)}
         todo = [(h, code) for h, code in ((b.hash, b.code), (base_key, self.task.seeds.get(baseline)))

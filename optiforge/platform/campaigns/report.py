@@ -52,6 +52,8 @@ class CampaignReport:
     test_split: str = "test"
     best_params: dict[str, Any] | None = None
     extra: dict[str, Any] = field(default_factory=dict)
+    best_operator: str | None = None
+    """How the best program came to be (``"seed"`` when no generated program beat the seeds)."""
 
     @property
     def gap_vs_baseline(self) -> float | None:
@@ -61,7 +63,38 @@ class CampaignReport:
         return self.best_test_score - self.baseline_test_score
 
 
+    @property
+    def discovered(self) -> bool:
+        """Whether a generated (not seed) program beats the baseline on the held-out split."""
+        gap = self.gap_vs_baseline
+        return self.best_operator not in (None, "seed") and gap is not None and gap < 0
+
+    def verdict(self) -> str:
+        """One plain sentence: did the campaign find something better than its baseline?
+
+        A seed is never presented as a discovery, and a generated program that is better on
+        train but not on the held-out split is reported as what it is.
+        """
+        base, split = self.baseline, self.test_split
+        if self.best_operator == "seed":
+            return (f"no discovery: no generated heuristic beat the seeds on train; the best is "
+                    f"a seed ({split} {self.best_test_score:.3f}, {base} {self.baseline_test_score:.3f})"
+                    if self.best_test_score is not None and self.baseline_test_score is not None
+                    else "no discovery: no generated heuristic beat the seeds on train")
+        gap = self.gap_vs_baseline
+        if gap is None:
+            return f"no verdict: the held-out {split} scores are missing"
+        if gap < 0:
+            return (f"discovery: the best generated heuristic ({self.best_operator}) beats {base} "
+                    f"on the held-out {split} split: {self.best_test_score:.3f} vs "
+                    f"{self.baseline_test_score:.3f} ({-gap:.3f} points better)")
+        return (f"no discovery: the best generated heuristic ({self.best_operator}) is better on "
+                f"train but not on the held-out {split} split: {self.best_test_score:.3f} vs "
+                f"{base} {self.baseline_test_score:.3f}")
+
+
 def report_to_json(report: CampaignReport) -> str:
     d = dict(report.__dict__)
     d["gap_vs_baseline"] = report.gap_vs_baseline
+    d["discovered"] = report.discovered
     return json.dumps(d, indent=2)

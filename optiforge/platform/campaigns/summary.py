@@ -12,11 +12,14 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from optiforge.agents.evolution import TUNE_OPERATOR
 from optiforge.agents.registry import get_agent
 from optiforge.platform.store import Campaign, CandidateOutline, Store
 
 SEED_OPERATOR = "seed"
 """The operator of a task's seed heuristics: stored candidates no LLM wrote (not budget)."""
+NOT_LLM_WRITTEN = (SEED_OPERATOR, TUNE_OPERATOR)
+"""Operators of candidates that no LLM wrote: they do not count against the budget."""
 BASELINE_PREFIX = "baseline:"
 """The ``candidate_hash`` of the baseline's held-out evaluation (see ``ProgramCampaign.report``)."""
 PROGRAM_FIELDS = ("round", "operator", "hash", "split", "valid", "score", "reward", "error",
@@ -55,7 +58,7 @@ def campaign_progress(store: Store, campaign: Campaign) -> int:
     """Budget spent so far, counted in the store: LLM-written programs or finished trials."""
     if _is_blackbox(campaign.agent):
         return store.count_trials(campaign.config["study_id"], ("complete", "failed"))
-    return store.count_candidates(campaign.id, exclude_operator=SEED_OPERATOR)
+    return store.count_candidates(campaign.id, exclude_operator=NOT_LLM_WRITTEN)
 
 
 def best_so_far(values: Iterable[float | None], maximize: bool = False) -> list[float | None]:

@@ -36,7 +36,7 @@ def _fmt(x: float | None, digits: int = 3) -> str:
 
 
 def register(app: typer.Typer) -> None:
-    app.command("tasks", help="List the heuristic and black-box tasks.")(tasks)
+    app.add_typer(tasks_app, name="tasks")
     app.command("agents", help="List the agents (built-in and plug-ins).")(agents)
     app.command("evaluate", help="Evaluate a heuristic program file on a task (sandboxed).")(evaluate)
     app.add_typer(campaign_app, name="campaign")
@@ -61,21 +61,89 @@ def agents(as_json: bool = typer.Option(False, "--json", help="Machine-readable 
     _emit_rows(rows, {"name": "agent", "kind": "kind", "summary": "summary"}, as_json)
 
 
+tasks_app = typer.Typer(help="List the heuristic and black-box tasks; `tasks show NAME` for one.",
+                        invoke_without_command=True)
+
+
+def task_summary(description: str, width: int = 60) -> str:
+    """The first clause of a task's description, cut to ``width`` characters.
+
+    The description is a paragraph written for the LLM; a listing needs one line per task,
+    so it keeps what comes before the first colon or full stop (``"Online bin packing"``).
+    """
+    text = " ".join(description.split())
+    for stop in (": ", ". "):
+        if stop in text:
+            text = text[: text.index(stop)]
+    return text if len(text) <= width else text[: width - 1].rstrip() + "…"
+
+
+@tasks_app.callback()
 @user_errors
-def tasks(as_json: bool = typer.Option(False, "--json", help="Machine-readable output.")) -> None:
-    from optiforge.blackbox import blackbox_task_names
+def tasks(ctx: typer.Context,
+          as_json: bool = typer.Option(False, "--json", help="Machine-readable output.")) -> None:
+    if ctx.invoked_subcommand is not None:
+        return
+    from optiforge.blackbox import blackbox_task_names, get_blackbox_task
     from optiforge.heuristics import get_task, task_names
 
     rows = []
     for name in task_names():
         t = get_task(name)
         rows.append({"name": name, "kind": "heuristic", "entry_point": t.entry_point,
-                     "baseline": t.baseline, "description": t.description.strip().split("\n")[0]})
+                     "baseline": t.baseline, "summary": task_summary(t.description),
+                     "description": " ".join(t.description.split())})
     for name in blackbox_task_names():
+        description = get_blackbox_task(name).description or "black-box function"
         rows.append({"name": name, "kind": "blackbox", "entry_point": "", "baseline": "",
-                     "description": "black-box function (append -D for a dimension, e.g. ackley-20)"})
-    _emit_rows(rows, {"name": "task", "kind": "kind", "entry_point": "implements",
-                      "baseline": "baseline", "description": "description"}, as_json)
+                     "summary": task_summary(description), "description": description})
+    if as_json:
+        print(json.dumps(rows, indent=2))
+        return
+    # One line per task whatever the terminal's width: the names keep their width and the
+    # summary is cut with "…" to what is left; the long text is `tasks show NAME`'s.
+    headers = {"name": "task", "kind": "kind", "entry_point": "implements", "baseline": "baseline"}
+    widths = {k: max(len(h), *(len(str(r[k])) for r in rows)) for k, h in headers.items()}
+    left = max(12, console.width - sum(widths.values()) - 3 * (len(headers) + 1) - 1)
+    table = Table(caption="`optiforge tasks show NAME` prints a task's full description.")
+    for key, header in headers.items():
+        table.add_column(header, width=widths[key], no_wrap=True)
+    table.add_column("summary", width=left, no_wrap=True, overflow="ellipsis")
+    for r in rows:
+        table.add_row(*(str(r[k]) for k in headers), task_summary(r["description"], left))
+    console.print(table)
+
+
+@tasks_app.command("show", help="Print one task's full description, interface and seeds.")
+@user_errors
+def tasks_show(name: str = typer.Argument(..., help="Task name (see `optiforge tasks`)."),
+               as_json: bool = typer.Option(False, "--json", help="Machine-readable output.")) -> None:
+    from optiforge.blackbox import get_blackbox_task
+    from optiforge.heuristics import get_task, task_names
+
+    if name in task_names():
+        t = get_task(name)
+        info = {"name": name, "kind": "heuristic", "description": " ".join(t.description.split()),
+                "entry_point": t.entry_point, "baseline": t.baseline, "seeds": sorted(t.seeds),
+                "template": t.template}
+    else:
+        try:
+            b = get_blackbox_task(name)
+        except ValueError:
+            raise fail(f"task: unknown task {name!r}; `optiforge tasks` lists them") from None
+        info = {"name": b.name, "kind": "blackbox", "description": b.description,
+                "dimension": b.dim, "optimum": b.optimum}
+    if as_json:
+        print(json.dumps(info, indent=2))
+        return
+    console.print(f"[bold]{info['name']}[/bold] ({info['kind']} task)\n")
+    console.print(info["description"] or "(no description)")
+    if info["kind"] == "heuristic":
+        console.print(f"\nimplements: {info['entry_point']}    baseline: {info['baseline']}    "
+                      f"seeds: {', '.join(info['seeds'])}\n")
+        console.print(Syntax(info["template"], "python"))
+    else:
+        console.print(f"\ndimension: {info['dimension']}    known minimum: {info['optimum']}")
 
 
 @user_errors
@@ -147,6 +215,8 @@ def _run_with_progress(store, cid: str) -> None:
         f"{_fmt(report.baseline_test_score)}  |  gap vs baseline: {_fmt(report.gap_vs_baseline)} "
         "points (negative = better than the baseline)"
     )
+    colour = "green" if report.discovered else "yellow"
+    console.print(f"[bold {colour}]{report.verdict()}[/]")
 
 
 @campaign_app.command("run")

@@ -344,9 +344,10 @@ class CampaignsMixin(StoreBase):
             return [CandidateOutline(n, *row) for n, row in enumerate(s.execute(q))]
 
     def count_candidates(self, campaign_id: str, *, valid: bool | None = None,
-                         exclude_operator: str | None = None) -> int:
+                         exclude_operator: str | tuple[str, ...] | None = None) -> int:
         """How many candidates the campaign stored (only valid / invalid ones with ``valid``;
-        without those of ``exclude_operator``, e.g. ``"seed"`` to count what the LLM wrote)."""
+        without those of ``exclude_operator`` (one or a tuple), e.g. ``("seed", "tune")`` to
+        count what the LLM wrote)."""
         with self._read() as s:
             cid = self._campaign_row(s, campaign_id).id
             q = select(func.count()).select_from(CandidateRow).where(CandidateRow.campaign_id == cid)
@@ -354,7 +355,8 @@ class CampaignsMixin(StoreBase):
                 q = q.join(EvaluationRow, CandidateRow.evaluation_id == EvaluationRow.id).where(
                     EvaluationRow.valid == v.boolean(valid, "valid"))
             if exclude_operator is not None:
-                q = q.where(CandidateRow.operator != v.text(exclude_operator, "exclude_operator"))
+                names = (exclude_operator,) if isinstance(exclude_operator, str) else tuple(exclude_operator)
+                q = q.where(CandidateRow.operator.not_in([v.text(n, "exclude_operator") for n in names]))
             return s.scalar(q)
 
     def get_candidate(self, campaign_id: str, number: int) -> Candidate:

@@ -238,6 +238,11 @@ def test_state_dict_validation(task):
         ({"operator_weights": {"mutate": 1.0}}, "operator_weights"),
         ({"operator_weights": {"injection": -1.0}}, "operator_weights"),
         ({"operator_weights": {"injection": 0.0}}, "operator_weights"),
+        ({"operator_sampling": {"mutate": {"temperature": 0.5}}}, "operator_sampling"),
+        ({"operator_sampling": {"tweak": {"seed": 1}}}, r"operator_sampling\['tweak'\]"),
+        ({"operator_sampling": {"tweak": {"top_p": 1.5}}}, r"operator_sampling\['tweak'\]\.top_p"),
+        ({"tune_every": -1}, "tune_every"),
+        ({"tune_budget": 1}, "tune_budget"),
     ],
 )
 def test_config_validation(kwargs, match):
@@ -289,3 +294,47 @@ def test_end_to_end_search_improves_on_seeds():
     assert agent.best.score < 0.2 * seed_best
     assert agent.best.operator != "seed"
     assert R.invalid in all_rewards and any(r > 1.0 for r in all_rewards)
+
+
+TWEAKED = respond("add a small weight on the free space", "    return -(bins - item) + 0.05 * bins")
+
+
+def test_tweak_uses_its_own_sampling_and_shows_pool_examples(task):
+    cfg = EvolutionConfig(samples_per_prompt=2, operator_weights={"tweak": 1.0},
+                          operator_sampling={"tweak": {"temperature": 0.3, "top_p": 0.9}})
+    llm = ScriptedLLM([TWEAKED])
+    agent = EvolutionAgent(task, llm, cfg, seed=0)
+    run_round(agent, task)  # the seeds
+    p, _, _ = run_round(agent, task)
+    assert p.operator == "tweak" and llm.calls[-1]["temperature"] == 0.3
+    assert cfg.sampling("tweak") == (0.3, 0.9) and cfg.sampling("injection") == (cfg.temperature, cfg.top_p)
+    # the edited heuristic first, then the other pool heuristics as examples
+    assert len(p.parents) == len(task.seeds) and "Example 1" in p.prompt
+
+
+WEIGHTED = respond("weigh the free space", "    return -(bins - item) + 2.0 * bins")  # worst fit
+
+
+def test_tune_target_every_k_rounds_best_untuned_program_with_constants(task):
+    cfg = EvolutionConfig(samples_per_prompt=1, tune_every=2, tune_budget=10, tune_batch=3)
+    agent = EvolutionAgent(task, ScriptedLLM([WEIGHTED]), cfg, seed=0)
+    assert agent.tune_target() is None  # before the seeds
+    run_round(agent, task)
+    assert agent.round == 1 and agent.tune_target() is None  # not a tune round
+    run_round(agent, task)  # an LLM round: the weighted program joins the pool
+    request = agent.tune_target()
+    assert request is not None and "2.0 * bins" in request.parent.code  # the seeds have no constants
+    assert (request.budget, request.batch) == (10, 3)
+    child = request.parent.code.replace("2.0", "0.5")
+    p = agent.tune_proposal(request, child)
+    assert p.operator == "tune" and p.parents == [request.parent.hash] and p.completions == []
+    ev = evaluate_code(task, child)
+    agent.observe(p, [ev])
+    assert agent.round == 3
+    agent.round = 4  # the next tune round: parent and child are both marked as tuned
+    assert agent.tune_target() is None
+    restored = EvolutionAgent(task, ScriptedLLM([TWEAKED]), cfg, seed=1)
+    restored.load_state_dict(json.loads(json.dumps(agent.state_dict())))
+    restored.round = 4
+    assert restored.tune_target() is None
+    assert EvolutionAgent(task, ScriptedLLM([TWEAKED]), EvolutionConfig(tune_every=0)).config.tune_every == 0

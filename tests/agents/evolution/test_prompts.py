@@ -61,3 +61,15 @@ def test_bad_input(task):
         build_prompt("injection", task, [])
     with pytest.raises(ValueError, match="max_prompt_chars"):
         build_prompt("injection", task, [P1], max_prompt_chars=0)
+
+
+def test_tweak_shows_pool_examples_first_and_asks_for_one_small_edit(task):
+    one = build_prompt("tweak", task, [P1])
+    assert "Algorithm to edit" in one and "Example" not in one
+    assert "ONE small edit" in one and "numeric weight" in one
+    three = build_prompt("tweak", task, [P1, P2, parent("c", "weigh the item", 3.0)])
+    # the examples come first, so the algorithm to edit is what the model reads last
+    assert three.index("Example 1") < three.index("Example 2") < three.index("Algorithm to edit")
+    assert "{{penalize empty bins}}" in three and "{{weigh the item}}" in three
+    with pytest.raises(ValueError, match="parents"):
+        build_prompt("tweak", task, [])

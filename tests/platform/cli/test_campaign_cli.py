@@ -199,8 +199,27 @@ def test_tasks_lists_heuristic_and_blackbox_tasks(home):
     assert rows["binpacking"]["baseline"] == "best_fit"
     assert rows["tsp"]["kind"] == "heuristic"
     assert {"ackley-20", "branin"} <= {n for n, row in rows.items() if row["kind"] == "blackbox"}
-    table = _cli("tasks")
+    table = _cli("tasks", env={**os.environ, "COLUMNS": "100"})
     assert table.returncode == 0 and all(name in table.stdout for name in ("binpacking", "tsp", "ackley-20"))
+    # One line per task at 100 columns: the long description is `tasks show`'s, not the table's.
+    lines = table.stdout.splitlines()
+    assert max(len(ln) for ln in lines) <= 100
+    assert len([ln for ln in lines if "binpacking" in ln]) == 1
+    assert len(lines) < len(rows) + 10
+
+
+def test_tasks_show_prints_the_full_description(home):
+    from optiforge.heuristics import get_task
+
+    r = _cli("tasks", "show", "binpacking", env={**os.environ, "COLUMNS": "100"})
+    assert r.returncode == 0, r.stderr
+    text = " ".join(r.stdout.split())
+    assert " ".join(get_task("binpacking").description.split()) in text
+    assert "best_fit" in text and "def priority" in text
+    shown = json.loads(_cli("tasks", "show", "ackley-5", "--json").stdout)
+    assert shown["kind"] == "blackbox" and shown["dimension"] == 5
+    bad = _cli("tasks", "show", "nope")
+    assert bad.returncode == 2 and bad.stderr.strip().count("\n") == 0 and "nope" in bad.stderr
 
 
 def test_hollm_options_are_applied(home, tmp_path):
@@ -236,3 +255,7 @@ def test_make_run_command_line(home):
     assert shown["best"] and shown["best"][0]["test_score"] is not None
     text = " ".join(r.stdout.split())  # rich wraps the report at the terminal's width
     assert f"campaign id: {cid}" in text and "gap vs baseline" in text
+    # a plain verdict, and the seed is never presented as a discovery
+    assert "discovery" in text
+    if shown["best"][0]["operator"] == "seed":
+        assert "no discovery" in text

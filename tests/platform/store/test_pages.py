@@ -33,6 +33,7 @@ def test_candidates_are_numbered_within_their_campaign_and_page(store: Store) ->
     assert [c.number for c in store.candidates(cid, valid=False)] == [2]
     assert store.count_candidates(cid) == 4
     assert store.count_candidates(cid, exclude_operator="seed") == 3
+    assert store.count_candidates(cid, exclude_operator=("seed", "e2")) == 2  # e.g. seed and tune
     assert store.count_candidates(cid, valid=False) == 1
     c = store.get_candidate(cid, 3)
     assert (c.hash, c.number, c.round, c.llm_call_index) == ("b", 3, 1, 2)

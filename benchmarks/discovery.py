@@ -1,0 +1,265 @@
+"""Discovery on one CPU: per-operator yield of a small model, and campaigns with and without tune.
+
+Two parts (issue 19, parts 1, 3 and 4):
+
+``operators``: for each evolution operator, ``--prompts`` prompts x ``G`` samples from the
+LLM (default: the bundled SmolLM2-135M), parents drawn from the seeded pool; every response is
+parsed and the parsable ones are scored in the sandbox on the train split. Per operator it
+prints the valid rate, the *new*-program rate (valid, not a hash seen before, and not the score
+of a program shown in the prompt: CALM's duplicate test), the rate of new programs that have
+tunable constants (what ``tune`` can work on) and the rate that beats the best parent.
+
+``tune``: the tune operator alone on programs of the kind a small model writes (a weight or a
+threshold added to best fit), no LLM: train score before and after, the held-out test score
+of both against the baseline's, evaluations and seconds.
+
+``campaigns``: full campaigns (the platform's runner, store and sandbox) for each arm and seed:
+``evolution`` (``tune_every=0``), ``evolution+tune`` (the default) and ``tune-seeds`` (the
+control: the tune operator on the task's seeds alone, no LLM). Prints the test score of the
+best program against the baseline's and whether it is a discovery (a generated program that
+beats the baseline on the held-out split), with the wall time.
+
+Usage::
+
+    python benchmarks/discovery.py operators [--task binpacking] [--prompts 3] [--samples 4]
+    python benchmarks/discovery.py tune [--budget 24] [--seed 0]
+    python benchmarks/discovery.py campaigns [--task binpacking] [--seeds 0 1] [--budget 16]
+        [--arms evolution evolution+tune tune-seeds] [--rl none]
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import tempfile
+import time
+from pathlib import Path
+
+import numpy as np
+from rich.console import Console
+from rich.progress import Progress
+from rich.table import Table
+
+from optiforge.agents.evolution import (
+    OPERATORS,
+    EvolutionAgent,
+    EvolutionConfig,
+    PoolEntry,
+    TuneRequest,
+    code_hash,
+    find_constants,
+)
+from optiforge.agents.evolution.population import scores_equal
+from optiforge.heuristics import get_task
+
+console = Console()
+
+
+def _llm(spec: str):
+    from optiforge.platform.llm.spec import from_spec
+
+    return from_spec(spec)
+
+
+def operators(args: argparse.Namespace) -> None:
+    from optiforge.platform.executors import make_executor
+
+    task = get_task(args.task)
+    llm = _llm(args.llm)
+    sampling = json.loads(args.sampling)
+    rows = []
+    with make_executor("local", workers=2) as sandbox, Progress(console=console) as bar:
+        job = bar.add_task("operators", total=len(args.operators) * args.prompts)
+        for op in args.operators:
+            cfg = EvolutionConfig(samples_per_prompt=args.samples, operator_weights={op: 1.0},
+                                  max_new_tokens=args.max_new_tokens,
+                                  operator_sampling={k: v for k, v in sampling.items() if k == op})
+            agent = EvolutionAgent(task, llm, cfg, seed=args.seed)
+            seeds = agent.propose()
+            agent.observe(seeds, sandbox.evaluate(task, [p.code for p in seeds.programs], "train"))
+            for extra in args.pool:  # optional extra pool programs (files), to give examples
+                code = Path(extra).read_text()
+                ev = sandbox.evaluate(task, [code], "train")[0]
+                if ev.valid:
+                    agent.population.add(PoolEntry(code_hash(code), code, "extra", ev.score, "seed", [], 0))
+            seen = {e.hash for e in agent.population.ranked()}
+            n = valid = new = tunable = better = 0
+            t0 = time.perf_counter()
+            for _ in range(args.prompts):
+                p = agent.propose()
+                todo = [x for x in p.programs if x.code is not None]
+                evs = dict(zip([id(x) for x in todo],
+                               sandbox.evaluate(task, [x.code for x in todo], "train"), strict=True))
+                for x in p.programs:
+                    n += 1
+                    ev = evs.get(id(x))
+                    if ev is None or not ev.valid:
+                        continue
+                    valid += 1
+                    if x.hash in seen or any(scores_equal(ev.score, s) for s in p.parent_scores):
+                        continue
+                    seen.add(x.hash)
+                    new += 1
+                    tunable += bool(find_constants(x.code, 1))
+                    better += ev.score < min(p.parent_scores, default=np.inf)
+                # The round is not observed: every prompt sees the same seeded pool.
+                bar.advance(job)
+            rows.append({"operator": op, "samples": n, "valid": valid / n, "new": new / n,
+                         "new_with_constants": tunable / n, "better_than_parent": better / n,
+                         "s_per_prompt": (time.perf_counter() - t0) / args.prompts})
+            print(json.dumps(rows[-1]), flush=True)  # one line per operator: a long run keeps its rows
+    table = Table("operator", "samples", "valid", "new", "new, with constants", "better than parent",
+                  "s / prompt", title=f"{args.task}, {args.llm}, G={args.samples}")
+    for r in rows:
+        table.add_row(r["operator"], str(r["samples"]), f"{r['valid']:.2f}", f"{r['new']:.2f}",
+                      f"{r['new_with_constants']:.2f}", f"{r['better_than_parent']:.2f}",
+                      f"{r['s_per_prompt']:.1f}")
+    console.print(table)
+
+
+def _tune_seeds(task_name: str, seed: int, budget: int) -> dict:
+    """The control: the tune operator on each seed alone (no LLM)."""
+    from optiforge.platform.campaigns.tune import tune_constants
+    from optiforge.platform.executors import make_executor
+    from optiforge.platform.store import Store
+
+    task = get_task(task_name)
+    store = Store()
+    best_code, best = None, None
+    with make_executor("local", workers=2) as sandbox:
+        for name, code in task.seeds.items():
+            if not find_constants(code, 1):
+                console.print(f"  seed {name}: no numeric constants, nothing to tune")
+                continue
+            ev = sandbox.evaluate(task, [code], "train")[0]
+            parent = PoolEntry(code_hash(code), code, name, ev.score, "seed", [], 0)
+            r = tune_constants(store, sandbox, task, TuneRequest(parent, budget, 4, 6, seed), "local")
+            if r.evaluation is not None and (best is None or r.evaluation.score < best):
+                best_code, best = r.code, r.evaluation.score
+        if best_code is None:
+            return {"best_operator": "seed", "best_test": None, "discovered": False}
+        test = sandbox.evaluate(task, [best_code, task.seeds[task.baseline]], "test")
+    return {"best_operator": "tune", "best_test": test[0].score, "baseline_test": test[1].score,
+            "discovered": test[0].score < test[1].score}
+
+
+# Best fit with one added weight or threshold: the edits a 135M model makes (docs/benchmarks/rl.md).
+SMALL_EDITS = {
+    "gap penalty": "    r = bins - item\n    return -r - 3.0 * ((r > 0) & (r < 3))",
+    "near-fit bonus": "    r = bins - item\n    return -r + 0.5 * (r < item) * (r > 0)",
+    "weighted free space": "    return -(bins - item) + 1.5 * bins",
+    "squared slack + size": "    return -(bins - item) ** 2 + 0.1 * bins",
+    "exact-fit bonus": "    r = bins - item\n    return -r + 10.0 * (r < 1.0)",
+}
+
+
+def tune(args: argparse.Namespace) -> None:
+    from optiforge.platform.campaigns.tune import tune_constants
+    from optiforge.platform.executors import make_executor
+    from optiforge.platform.store import Store
+
+    os.environ.setdefault("OPTIFORGE_HOME", tempfile.mkdtemp(prefix="optiforge-tune-"))
+    task = get_task("binpacking")
+    store = Store()
+    table = Table("program", "constants", "train before", "train after", "test before", "test after",
+                  "best fit test", "evals", "s", title=f"tune alone, budget {args.budget}")
+    rows = []
+    with make_executor("local", workers=2) as sandbox:
+        base_test = sandbox.evaluate(task, [task.seeds[task.baseline]], "test")[0].score
+        for name, body in SMALL_EDITS.items():
+            code = f"import numpy as np\n\n\ndef priority(item, bins):\n{body}\n"
+            ev = sandbox.evaluate(task, [code], "train")[0]
+            parent = PoolEntry(code_hash(code), code, name, ev.score, "tweak", [], 0)
+            t0 = time.perf_counter()
+            r = tune_constants(store, sandbox, task, TuneRequest(parent, args.budget, 4, 6, args.seed), "local")
+            secs = time.perf_counter() - t0
+            child = r.code or code
+            tests = sandbox.evaluate(task, [code, child], "test")
+            row = {"program": name, "constants": r.parent_constants, "tuned": r.constants,
+                   "train_before": ev.score, "train_after": r.evaluation.score if r.evaluation else ev.score,
+                   "test_before": tests[0].score, "test_after": tests[1].score, "best_fit_test": base_test,
+                   "evaluations": r.evaluations, "seconds": secs}
+            rows.append(row)
+            table.add_row(name, str(len(r.parent_constants)), f"{row['train_before']:.3f}",
+                          f"{row['train_after']:.3f}", f"{row['test_before']:.3f}", f"{row['test_after']:.3f}",
+                          f"{base_test:.3f}", str(r.evaluations), f"{secs:.0f}")
+    console.print(table)
+    print(json.dumps(rows))
+
+
+def campaigns(args: argparse.Namespace) -> None:
+    from optiforge.platform.campaigns import create_campaign, run_campaign
+    from optiforge.platform.store import Store
+
+    results = []
+    for arm in args.arms:
+        for seed in args.seeds:
+            os.environ["OPTIFORGE_HOME"] = tempfile.mkdtemp(prefix="optiforge-discovery-")
+            t0 = time.perf_counter()
+            if arm == "tune-seeds":
+                out = _tune_seeds(args.task, seed, args.tune_budget)
+            else:
+                store = Store()
+                options = {"max_new_tokens": args.max_new_tokens,
+                           **({"tune_every": 0} if arm == "evolution" else {}),
+                           **json.loads(args.options)}
+                cid = create_campaign(store, task=args.task, budget=args.budget, llm=args.llm,
+                                      seed=seed, rl=args.rl, config={"agent_options": options})
+                rep = run_campaign(store, cid)
+                ops: dict[str, int] = {}
+                for c in store.candidates(cid):
+                    ops[c.operator] = ops.get(c.operator, 0) + 1
+                out = {"best_operator": rep.best_operator, "best_train": rep.best_train_score,
+                       "best_test": rep.best_test_score, "baseline_test": rep.baseline_test_score,
+                       "discovered": rep.discovered, "candidates_by_operator": ops,
+                       "best_code": rep.best_code}
+            out.update(arm=arm, seed=seed, wall_s=time.perf_counter() - t0)
+            results.append(out)
+            console.print(f"{arm} seed {seed}: best {out['best_operator']} test {out.get('best_test')} "
+                          f"vs baseline {out.get('baseline_test')}  discovered={out['discovered']}  "
+                          f"{out['wall_s']:.0f} s")
+            print(json.dumps(out), flush=True)
+    table = Table("arm", "runs", "discoveries", "mean test gap", "mean wall s")
+    for arm in args.arms:
+        rs = [r for r in results if r["arm"] == arm]
+        gaps = [r["best_test"] - r["baseline_test"] for r in rs
+                if r.get("best_test") is not None and r.get("baseline_test") is not None]
+        table.add_row(arm, str(len(rs)), str(sum(r["discovered"] for r in rs)),
+                      f"{np.mean(gaps):+.3f}" if gaps else "0 (seed)",
+                      f"{np.mean([r['wall_s'] for r in rs]):.0f}")
+    console.print(table)
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    sub = ap.add_subparsers(dest="part", required=True)
+    o = sub.add_parser("operators")
+    o.add_argument("--task", default="binpacking")
+    o.add_argument("--llm", default="smollm2")
+    o.add_argument("--operators", nargs="+", default=list(OPERATORS))
+    o.add_argument("--prompts", type=int, default=3)
+    o.add_argument("--samples", type=int, default=4)
+    o.add_argument("--max-new-tokens", type=int, default=320)
+    o.add_argument("--seed", type=int, default=0)
+    o.add_argument("--sampling", default="{}", help='per-operator overrides, e.g. {"tweak": {"temperature": 0.6}}')
+    o.add_argument("--pool", nargs="*", default=[], help="extra pool programs (files)")
+    t = sub.add_parser("tune")
+    t.add_argument("--budget", type=int, default=24)
+    t.add_argument("--seed", type=int, default=0)
+    c = sub.add_parser("campaigns")
+    c.add_argument("--task", default="binpacking")
+    c.add_argument("--llm", default="smollm2")
+    c.add_argument("--seeds", type=int, nargs="+", default=[0])
+    c.add_argument("--budget", type=int, default=16)
+    c.add_argument("--arms", nargs="+", default=["evolution", "evolution+tune", "tune-seeds"])
+    c.add_argument("--rl", default="none")
+    c.add_argument("--max-new-tokens", type=int, default=320)
+    c.add_argument("--tune-budget", type=int, default=24)
+    c.add_argument("--options", default="{}", help="extra agent options (JSON)")
+    args = ap.parse_args()
+    {"operators": operators, "tune": tune, "campaigns": campaigns}[args.part](args)
+
+
+if __name__ == "__main__":
+    main()
