@@ -14,6 +14,14 @@ from typing import TypeVar
 
 import pytest
 
+# Triton's kernels run on the CPU through its interpreter. ``triton.jit`` fixes interpreted vs
+# compiled when a function is decorated, including triton.language's own helpers the first time
+# anything imports triton, so this must be set before any test module is collected (a module that
+# imports a triton-using library at collection would otherwise freeze the compiled mode, and every
+# kernel test would fail with "Cannot call @triton.jit'd outside of the scope of a kernel"). On a
+# CUDA machine set ``TRITON_INTERPRET=0`` explicitly to test the compiled kernels instead.
+os.environ.setdefault("TRITON_INTERPRET", "1")
+
 PG_ENV = "OPTIFORGE_TEST_POSTGRES_URL"
 T = TypeVar("T")
 
