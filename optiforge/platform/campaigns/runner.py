@@ -21,7 +21,9 @@ from optiforge.platform.store import Campaign, Store
 
 EXECUTORS = ("local", "ray")
 RL_MODES = ("auto", "none", "grpo")
-DEFAULT_LLM = "smollm2"
+# The bundled model sampled by llama.cpp (its NF4 transformers twin trains under RL): 2.3x the
+# tokens/s of NF4 transformers at the default G = 4 (docs/benchmarks/llm.md).
+DEFAULT_LLM = "llamacpp:smollm2"
 CAMPAIGN_OWNER = "local"
 MAX_WORKERS = 256  # sandbox processes on one machine, each a Python interpreter: a typo's ceiling
 
@@ -127,7 +129,7 @@ def create_campaign(
         Naming the offending argument (unknown task/agent/executor, budget <= 0, bad LLM
         spec, bad agent options); nothing is stored then.
     """
-    from optiforge.platform.llm import parse_spec
+    from optiforge.platform.llm import parse_spec, trains_in_process
 
     info = get_agent(agent)
     check.choice(executor, "executor", EXECUTORS)
@@ -162,7 +164,7 @@ def create_campaign(
         spec = parse_spec(llm)  # ValueError naming `llm`
         if rl == "auto":
             # CALM's co-evolution is the default wherever the model trains in process.
-            rl = "grpo" if info.kind == "program" and spec.kind == "hf" else "none"
+            rl = "grpo" if info.kind == "program" and trains_in_process(spec) else "none"
     elif rl == "auto":
         rl = "none"
     cfg.update({"rl": rl, "workers": workers})
@@ -213,7 +215,9 @@ def _run_program_campaign(store: Store, campaign: Campaign, info: AgentInfo,
     from optiforge.platform.campaigns.program import ProgramCampaign
     from optiforge.platform.executors import make_executor
     from optiforge.platform.llm import from_spec
+    from optiforge.platform.resources import apply_budget
 
+    apply_budget()  # before the model loads: threads and allocator arenas (resources.py)
     cfg = campaign.config
     options = _agent_options(cfg) or {}
     llm = from_spec(campaign.llm)

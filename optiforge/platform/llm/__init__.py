@@ -26,6 +26,7 @@ from optiforge.platform.llm.spec import (
     describe,
     from_spec,
     parse_spec,
+    trains_in_process,
 )
 
 if TYPE_CHECKING:
@@ -37,7 +38,7 @@ if TYPE_CHECKING:
 __all__ = [
     "SPEC_FORMS", "LLMSpec", "LLMRequestError", "LlamaCppLLM", "LLMServerError", "OpenAILLM", "RecordingLLM",
     "ReplayLLM", "TransformersLLM", "VLLMLLM", "bundled_checkpoint_dir", "bundled_gguf_path",
-    "clear_cache", "describe", "from_spec", "model_cache_dir", "parse_spec",
+    "clear_cache", "describe", "from_spec", "model_cache_dir", "parse_spec", "trains_in_process",
 ]
 
 _LAZY = {

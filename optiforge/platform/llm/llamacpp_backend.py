@@ -427,7 +427,12 @@ def _sample(logits: np.ndarray, temperature: float, top_p: float, rng: np.random
     p = np.exp(z - z.max())
     p /= p.sum()
     if top_p < 1.0:
-        order = np.argsort(-p)
+        # The nucleus is usually a few tokens: sort the 64 likeliest, and the whole
+        # vocabulary only when they do not reach top_p.
+        head = np.argpartition(-p, 64)[:64] if p.size > 64 else np.arange(p.size)
+        order = head[np.argsort(-p[head])]
+        if p[order].sum() < top_p:
+            order = np.argsort(-p)
         keep = int(np.searchsorted(np.cumsum(p[order]), top_p)) + 1
         idx = order[:keep]
         q = p[idx] / p[idx].sum()

@@ -208,6 +208,15 @@ def _build(parsed: LLMSpec, options: dict[str, Any]) -> LLM:
     return ReplayLLM(parsed.target)
 
 
+def trains_in_process(spec: LLMSpec) -> bool:
+    """Whether a spec's backend holds trainable weights in this process (RL can fine-tune it):
+    transformers models, and llama.cpp models with a transformers twin (the bundled model, or
+    ``train_model=`` given)."""
+    if spec.kind == "hf":
+        return True
+    return spec.kind == "llamacpp" and (spec.target == BUNDLED_NAME or "train_model" in spec.options)
+
+
 def describe(spec: str) -> str:
     """A one-line, secret-free description of a spec for logs (validates it too)."""
     p = parse_spec(spec)
