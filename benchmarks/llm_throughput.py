@@ -87,20 +87,26 @@ def local_rows(tokens: int, repeats: int, engines: list[str]) -> list[dict]:
     return rows
 
 
+def _rss_mb() -> float:
+    for line in Path("/proc/self/status").read_text().splitlines():
+        if line.startswith("VmRSS:"):
+            return int(line.split()[1]) / 1024
+    return 0.0
+
+
 def llamacpp_rows(tokens: int, repeats: int) -> tuple[list[dict], list[float]]:
     """The in-process engine's throughput, and hand-over times of a GRPO-sized LoRA."""
-    import resource
-
     import torch
     from peft import LoraConfig, get_peft_model
 
     from optiforge.platform.llm.llamacpp_backend import LlamaCppLLM
 
-    rss0 = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1e3
+    rss0 = _rss_mb()
     t0 = time.perf_counter()
     llm = LlamaCppLLM("smollm2", n_ctx=2048, max_batch_size=max(GROUPS), n_threads=THREADS[0])
     load = time.perf_counter() - t0
-    mb = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1e3 - rss0
+    llm.generate([CAMPAIGN_PROMPT], n=max(GROUPS), max_new_tokens=4)  # KV cache and compute buffers in use
+    mb = _rss_mb() - rss0  # the GGUF file is mmapped: its pages count once touched
     rows = []
     for batch in GROUPS:
         tps, n = measure(llm, batch, tokens, repeats)

@@ -22,8 +22,17 @@ from optiforge.platform.store import Campaign, Store
 EXECUTORS = ("local", "ray")
 RL_MODES = ("auto", "none", "grpo")
 # The bundled model sampled by llama.cpp (its NF4 transformers twin trains under RL): 2.3x the
-# tokens/s of NF4 transformers at the default G = 4 (docs/benchmarks/llm.md).
+# tokens/s of NF4 transformers at the default G = 4 (docs/benchmarks/llm.md). Where
+# llama-cpp-python is not installed (it compiles from source), transformers samples it.
 DEFAULT_LLM = "llamacpp:smollm2"
+FALLBACK_LLM = "smollm2"
+
+
+def default_llm() -> str:
+    """The LLM spec program campaigns use when none is given."""
+    import importlib.util
+
+    return DEFAULT_LLM if importlib.util.find_spec("llama_cpp") is not None else FALLBACK_LLM
 CAMPAIGN_OWNER = "local"
 MAX_WORKERS = 256  # sandbox processes on one machine, each a Python interpreter: a typo's ceiling
 
@@ -148,7 +157,7 @@ def create_campaign(
 
         get_task(task)  # ValueError naming `task`
         cfg["agent_options"] = validate_options(agent, options)
-        llm = DEFAULT_LLM if llm is None else llm
+        llm = default_llm() if llm is None else llm
         check.integer(cfg.setdefault("rl_every", 2), "rl_every", minimum=1)
     else:
         from optiforge.blackbox import get_blackbox_task

@@ -82,3 +82,14 @@ def test_missing_files_and_models_are_value_errors(tmp_path):
         from_spec(f"replay:{tmp_path / 'none.jsonl'}")
     with pytest.raises(ValueError, match="^llm: model: no checkpoint directory"):
         from_spec(f"hf:{tmp_path / 'no-model'}")
+
+
+@pytest.mark.parametrize(("spec", "trains"), [
+    ("smollm2", True), ("hf:org/m", True), ("llamacpp:smollm2", True),
+    ("llamacpp:/m/x.gguf", False), ("llamacpp:/m/x.gguf?train_model=/m/hf", True),
+    ("openai:http://h:1/v1#m", False), ("replay:/tmp/x.jsonl", False),
+])
+def test_trains_in_process(spec, trains):
+    from optiforge.platform.llm import trains_in_process
+
+    assert trains_in_process(parse_spec(spec)) is trains
