@@ -252,6 +252,10 @@ def _make_learner(llm: TrainableLLM, seed: int, agent_options: dict[str, Any],
 
     # The learner's sampling settings mirror the agent's, so its ratios refer to the policy
     # that actually sampled the completions.
+    # One sequence per backward pass with recomputed activations: a G = 4 group of ~1000-token
+    # sequences otherwise holds every layer's activations for all of them at once (the 11 GB
+    # peak of docs/benchmarks/memory.md); the gradient is the same.
     options = {"temperature": agent_options.get("temperature", 0.8),
-               "max_completion_tokens": agent_options.get("max_new_tokens", 512), **rl_options}
+               "max_completion_tokens": agent_options.get("max_new_tokens", 512),
+               "micro_batch_size": 1, "gradient_checkpointing": True, **rl_options}
     return GRPOLearner(llm, seed=seed, **options)
