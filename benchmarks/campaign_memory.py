@@ -54,6 +54,8 @@ class Phases:
 
     def wrap(self, phase: str, fn: Callable[..., Any]) -> Callable[..., Any]:
         def wrapped(*args: Any, **kwargs: Any) -> Any:
+            # Whatever ran since the last phase ended (e.g. the RL twin's lazy load, the store).
+            self.peak["between phases"] = max(self.peak.get("between phases", 0.0), status_mb("VmHWM"))
             reset_peak()
             t0 = time.perf_counter()
             try:
@@ -112,6 +114,7 @@ def main() -> None:
     runner.run_campaign(store, cid)
     wall = time.perf_counter() - t0
     children = resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss / 1024
+    phases.peak["between phases"] = max(phases.peak.get("between phases", 0.0), status_mb("VmHWM"))
     for name in ("load", "sample", "evaluate", "grpo update"):
         if name in phases.peak:
             print(json.dumps({"phase": name, "peak_rss_mb": round(phases.peak[name]), "calls": phases.count[name],
@@ -121,6 +124,7 @@ def main() -> None:
         "peak_rss_mb": round(max(phases.peak.values())), "python_start_rss_mb": round(base_rss),
         "sandbox_child_peak_mb": round(children), "wall_s": round(wall),
         "phases": {k: round(v) for k, v in phases.peak.items()},
+        "seconds": {k: round(v) for k, v in phases.seconds.items()},
         "env": {k: os.environ.get(k) for k in ("OMP_NUM_THREADS", "MALLOC_ARENA_MAX", "OMP_WAIT_POLICY")},
         "load_avg": os.getloadavg()[0],
     }

@@ -5,6 +5,7 @@ from __future__ import annotations
 import ctypes
 import hashlib
 import os
+import shutil
 import tempfile
 import threading
 import time
@@ -407,6 +408,8 @@ class LlamaCppLLM:
                 self._ctx.close()
             if getattr(self, "_model", None) is not None:
                 self._model.close()
+            if getattr(self, "_adapter_dir", None) is not None:
+                shutil.rmtree(self._adapter_dir, ignore_errors=True)
 
     def __del__(self) -> None:
         try:
