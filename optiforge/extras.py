@@ -23,6 +23,7 @@ EXTRAS: dict[str, tuple[str, ...]] = {
     "ray": ("ray",),
     "postgres": ("psycopg",),
     "vllm": ("vllm",),
+    "llamacpp": ("llama_cpp", "gguf"),
     "plots": ("matplotlib",),
     "manifold": ("geoopt",),
     "routing": ("ortools", "pyvrp"),

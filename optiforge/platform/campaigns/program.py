@@ -30,6 +30,7 @@ from optiforge.heuristics import HeuristicTask
 from optiforge.platform.campaigns.report import CampaignReport
 from optiforge.platform.campaigns.summary import campaign_progress
 from optiforge.platform.campaigns.tune import tune_constants
+from optiforge.platform.resources import release_free_memory
 from optiforge.platform.store import Campaign, CandidateIn, LLMCallIn, Store
 from optiforge.types import Evaluation
 
@@ -197,6 +198,7 @@ class ProgramCampaign:
         if learner is None or not self._pending_groups:
             return
         stats = learner.step(self._pending_groups)
+        release_free_memory()  # the update's activations and logits: give the pages back
         cid = self.campaign.id
         directory = self.store.artifact_dir(cid) / f"adapter-{learner.step_count:04d}"
         if directory.exists():

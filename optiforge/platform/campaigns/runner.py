@@ -21,7 +21,18 @@ from optiforge.platform.store import Campaign, Store
 
 EXECUTORS = ("local", "ray")
 RL_MODES = ("auto", "none", "grpo")
+# The bundled model through transformers, NF4: the policy that samples is the policy GRPO trains.
+# `llamacpp:smollm2` is faster at G >= 4 but samples a Q4_1 model whose log-probs differ from
+# its NF4 training twin by 0.69 nats per token on average (docs/benchmarks/llm.md), so GRPO's
+# ratios would be off-policy; and it needs llama-cpp-python, which compiles from source. Opt in.
 DEFAULT_LLM = "smollm2"
+
+
+def default_llm() -> str:
+    """The LLM spec program campaigns use when none is given."""
+    return DEFAULT_LLM
+
+
 CAMPAIGN_OWNER = "local"
 MAX_WORKERS = 256  # sandbox processes on one machine, each a Python interpreter: a typo's ceiling
 
@@ -127,7 +138,7 @@ def create_campaign(
         Naming the offending argument (unknown task/agent/executor, budget <= 0, bad LLM
         spec, bad agent options); nothing is stored then.
     """
-    from optiforge.platform.llm import parse_spec
+    from optiforge.platform.llm import parse_spec, trains_in_process
 
     info = get_agent(agent)
     check.choice(executor, "executor", EXECUTORS)
@@ -146,7 +157,7 @@ def create_campaign(
 
         get_task(task)  # ValueError naming `task`
         cfg["agent_options"] = validate_options(agent, options)
-        llm = DEFAULT_LLM if llm is None else llm
+        llm = default_llm() if llm is None else llm
         check.integer(cfg.setdefault("rl_every", 2), "rl_every", minimum=1)
     else:
         from optiforge.blackbox import get_blackbox_task
@@ -162,7 +173,7 @@ def create_campaign(
         spec = parse_spec(llm)  # ValueError naming `llm`
         if rl == "auto":
             # CALM's co-evolution is the default wherever the model trains in process.
-            rl = "grpo" if info.kind == "program" and spec.kind == "hf" else "none"
+            rl = "grpo" if info.kind == "program" and trains_in_process(spec) else "none"
     elif rl == "auto":
         rl = "none"
     _check_rl_options(cfg, rl)
@@ -229,7 +240,9 @@ def _run_program_campaign(store: Store, campaign: Campaign, info: AgentInfo,
     from optiforge.platform.campaigns.program import ProgramCampaign
     from optiforge.platform.executors import make_executor
     from optiforge.platform.llm import from_spec
+    from optiforge.platform.resources import apply_budget
 
+    apply_budget()  # before the model loads: threads and allocator arenas (resources.py)
     cfg = campaign.config
     options = _agent_options(cfg) or {}
     llm = from_spec(campaign.llm)
@@ -255,6 +268,10 @@ def _make_learner(llm: TrainableLLM, seed: int, agent_options: dict[str, Any],
 
     # The learner's sampling settings mirror the agent's, so its ratios refer to the policy
     # that actually sampled the completions. ``rl_options["lora"]`` picks the LoRA variant.
+    # One sequence per backward pass with recomputed activations: a G = 4 group of ~1000-token
+    # sequences otherwise holds every layer's activations for all of them at once (the 11 GB
+    # peak of docs/benchmarks/memory.md); the gradient is the same.
     options = {"temperature": agent_options.get("temperature", 0.8),
-               "max_completion_tokens": agent_options.get("max_new_tokens", 512), **rl_options}
+               "max_completion_tokens": agent_options.get("max_new_tokens", 512),
+               "micro_batch_size": 1, "gradient_checkpointing": True, **rl_options}
     return make_learner(llm, seed=seed, **options)

@@ -2,6 +2,7 @@
 
 - :class:`TransformersLLM`: local transformers model (bundled SmolLM2, any HF id or path),
   NF4/INT8 via bitsandbytes, LoRA adapters via peft.
+- :class:`LlamaCppLLM`: GGUF models in process through llama.cpp (batched; LoRA hand-over).
 - :class:`OpenAILLM`: any OpenAI-compatible server (vLLM, llama.cpp) over HTTP.
 - :class:`VLLMLLM`: in-process vLLM (optional extra).
 - :class:`ReplayLLM` / :class:`RecordingLLM`: deterministic replay of recorded responses.
@@ -25,22 +26,25 @@ from optiforge.platform.llm.spec import (
     describe,
     from_spec,
     parse_spec,
+    trains_in_process,
 )
 
 if TYPE_CHECKING:
+    from optiforge.platform.llm.llamacpp_backend import LlamaCppLLM
     from optiforge.platform.llm.openai_backend import LLMRequestError, LLMServerError, OpenAILLM
     from optiforge.platform.llm.transformers_backend import TransformersLLM
     from optiforge.platform.llm.vllm_backend import VLLMLLM
 
 __all__ = [
-    "SPEC_FORMS", "LLMSpec", "LLMRequestError", "LLMServerError", "OpenAILLM", "RecordingLLM",
+    "SPEC_FORMS", "LLMSpec", "LLMRequestError", "LlamaCppLLM", "LLMServerError", "OpenAILLM", "RecordingLLM",
     "ReplayLLM", "TransformersLLM", "VLLMLLM", "bundled_checkpoint_dir", "bundled_gguf_path",
-    "clear_cache", "describe", "from_spec", "model_cache_dir", "parse_spec",
+    "clear_cache", "describe", "from_spec", "model_cache_dir", "parse_spec", "trains_in_process",
 ]
 
 _LAZY = {
     "TransformersLLM": "optiforge.platform.llm.transformers_backend",
     "OpenAILLM": "optiforge.platform.llm.openai_backend",
+    "LlamaCppLLM": "optiforge.platform.llm.llamacpp_backend",
     "LLMRequestError": "optiforge.platform.llm.openai_backend",
     "LLMServerError": "optiforge.platform.llm.openai_backend",
     "VLLMLLM": "optiforge.platform.llm.vllm_backend",

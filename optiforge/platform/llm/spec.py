@@ -5,6 +5,8 @@ Accepted forms::
     smollm2                               bundled SmolLM2-135M-Instruct, NF4 (int4)
     smollm2:int4 | smollm2:int8 | smollm2:none
     hf:<id-or-path>[?quantization=int4&adapter=<dir>&device=cuda&dtype=bfloat16&max_batch_size=16]
+    llamacpp:smollm2 | llamacpp:<file.gguf>[?n_ctx=4096&max_batch_size=16&n_threads=2&adapter=<dir>
+                                            &train_model=<hf checkpoint>&train_quantization=int4]
     openai:<base_url>#<model>             e.g. openai:http://127.0.0.1:8000/v1#Qwen/Qwen2.5-7B-Instruct
     vllm:<model>[?tensor_parallel_size=2&...]
     replay:<path.jsonl>
@@ -25,13 +27,15 @@ SPEC_FORMS = (
     "smollm2",
     "smollm2:int4|int8|none",
     "hf:<id-or-path>[?quantization=int4|int8|none&adapter=<dir>&device=...&dtype=...&max_batch_size=N]",
+    "llamacpp:smollm2|<file.gguf>[?n_ctx=N&max_batch_size=N&n_threads=N&adapter=<dir>&train_model=<id-or-path>]",
     "openai:<base_url>#<model>",
     "vllm:<model>[?engine_arg=value&...]",
     "replay:<path.jsonl>",
 )
 _HF_OPTIONS = ("quantization", "adapter", "device", "dtype", "max_batch_size")
+_LLAMACPP_OPTIONS = ("n_ctx", "max_batch_size", "n_threads", "adapter", "train_model", "train_quantization")
 _OPENAI_OPTIONS = ("api_key", "timeout", "max_retries", "backoff", "max_concurrency", "check_model", "deadline")
-_CACHED_KINDS = ("hf", "vllm")  # heavy to load: one instance per (spec, overrides) per process
+_CACHED_KINDS = ("hf", "vllm", "llamacpp")  # heavy to load: one instance per (spec, overrides) per process
 
 _cache: dict[tuple[str, tuple[tuple[str, Any], ...]], LLM] = {}
 _cache_lock = threading.Lock()
@@ -39,7 +43,7 @@ _cache_lock = threading.Lock()
 
 @dataclass(frozen=True)
 class LLMSpec:
-    """A parsed spec: ``kind`` in {"hf", "openai", "vllm", "replay"}, a target and options."""
+    """A parsed spec: ``kind`` in {"hf", "llamacpp", "openai", "vllm", "replay"}, a target and options."""
 
     kind: str
     target: str
@@ -76,7 +80,7 @@ def parse_spec(spec: str) -> LLMSpec:
             raise _bad(spec, f"unknown quantization {quant!r}")
         return LLMSpec("hf", BUNDLED_NAME, {"quantization": quant})
     kind, sep, rest = s.partition(":")
-    if not sep or kind not in ("hf", "openai", "vllm", "replay"):
+    if not sep or kind not in ("hf", "llamacpp", "openai", "vllm", "replay"):
         raise _bad(spec, f"unknown backend {kind!r}" if sep else "no backend prefix")
     if not rest:
         raise _bad(spec, "nothing after the backend prefix")
@@ -100,8 +104,15 @@ def parse_spec(spec: str) -> LLMSpec:
         unknown = sorted(set(options) - set(_HF_OPTIONS))
         if unknown:
             raise _bad(spec, f"unknown option(s) {unknown}; hf accepts {list(_HF_OPTIONS)}")
-        if "adapter" in options:
-            options["adapter"] = str(options["adapter"])
+    if kind == "llamacpp":
+        unknown = sorted(set(options) - set(_LLAMACPP_OPTIONS))
+        if unknown:
+            raise _bad(spec, f"unknown option(s) {unknown}; llamacpp accepts {list(_LLAMACPP_OPTIONS)}")
+        for key in ("adapter", "train_model", "train_quantization"):
+            if key in options:
+                options[key] = str(options[key])
+    if "adapter" in options:
+        options["adapter"] = str(options["adapter"])
     return LLMSpec(kind, target, options)
 
 
@@ -168,6 +179,17 @@ def _build(parsed: LLMSpec, options: dict[str, Any]) -> LLM:
         if unknown:
             raise TypeError(f"llm: unknown option(s) {unknown} for a transformers model; accepted: {list(_HF_OPTIONS)}")
         return TransformersLLM(parsed.target, **options)
+    if parsed.kind == "llamacpp":
+        from optiforge.platform.llm.llamacpp_backend import LlamaCppLLM
+
+        unknown = sorted(set(options) - set(_LLAMACPP_OPTIONS))
+        if unknown:
+            raise TypeError(f"llm: unknown option(s) {unknown} for llama.cpp; accepted: {list(_LLAMACPP_OPTIONS)}")
+        adapter = options.pop("adapter", None)
+        llm = LlamaCppLLM(parsed.target, **options)
+        if adapter is not None:
+            llm.load_adapter(adapter)
+        return llm
     if parsed.kind == "openai":
         from optiforge.platform.llm.openai_backend import OpenAILLM
 
@@ -186,6 +208,15 @@ def _build(parsed: LLMSpec, options: dict[str, Any]) -> LLM:
     return ReplayLLM(parsed.target)
 
 
+def trains_in_process(spec: LLMSpec) -> bool:
+    """Whether a spec's backend holds trainable weights in this process (RL can fine-tune it):
+    transformers models, and llama.cpp models with a transformers twin (the bundled model, or
+    ``train_model=`` given)."""
+    if spec.kind == "hf":
+        return True
+    return spec.kind == "llamacpp" and (spec.target == BUNDLED_NAME or "train_model" in spec.options)
+
+
 def describe(spec: str) -> str:
     """A one-line, secret-free description of a spec for logs (validates it too)."""
     p = parse_spec(spec)
@@ -195,6 +226,9 @@ def describe(spec: str) -> str:
         opts = ", ".join(f"{k}={v}" for k, v in sorted(p.options.items()))
         return f"transformers model {p.target!r} (quantization={p.options.get('quantization', 'int4')}" + (
             f", {opts})" if opts else ")")
+    if p.kind == "llamacpp":
+        what = "bundled SmolLM2-135M-Instruct (Q4_1 GGUF)" if p.target == BUNDLED_NAME else repr(p.target)
+        return f"{what} via in-process llama.cpp"
     if p.kind == "openai":
         return f"OpenAI-compatible server {p.target} model {p.options['model']!r}"
     if p.kind == "vllm":

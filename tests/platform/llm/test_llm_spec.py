@@ -27,6 +27,9 @@ from optiforge.platform.llm import LLMSpec, describe, from_spec, parse_spec
          LLMSpec("vllm", "meta-llama/Llama-3.1-8B-Instruct",
                  {"tensor_parallel_size": 2, "gpu_memory_utilization": 0.8})),
         ("replay:/tmp/a b.jsonl", LLMSpec("replay", "/tmp/a b.jsonl")),
+        ("llamacpp:smollm2", LLMSpec("llamacpp", "smollm2", {})),
+        ("llamacpp:/m/x.gguf?n_threads=1&max_batch_size=8&train_model=/m/hf",
+         LLMSpec("llamacpp", "/m/x.gguf", {"n_threads": 1, "max_batch_size": 8, "train_model": "/m/hf"})),
     ],
 )
 def test_parse_valid_specs(spec, expected):
@@ -36,7 +39,8 @@ def test_parse_valid_specs(spec, expected):
 @pytest.mark.parametrize(
     "spec",
     ["", "gpt4", "smollm2:int3", "hf:", "foo:bar", "openai:http://x/v1", "openai:ftp://x#m",
-     "openai:#model", "hf:x?quantization", "hf:x?bogus=1", "vllm:?a=1"],
+     "openai:#model", "hf:x?quantization", "hf:x?bogus=1", "vllm:?a=1",
+     "llamacpp:", "llamacpp:x.gguf?quantization=int4"],
 )
 def test_malformed_specs_name_llm_and_list_forms(spec):
     with pytest.raises(ValueError, match=r"^llm: invalid spec") as err:
@@ -53,6 +57,7 @@ def test_describe_is_readable_and_secret_free():
     assert "NF4" in describe("smollm2").upper() or "int4" in describe("smollm2")
     assert describe("openai:http://h:1/v1#m") == "OpenAI-compatible server http://h:1/v1 model 'm'"
     assert "quantization=int8" in describe("hf:org/m?quantization=int8")
+    assert describe("llamacpp:smollm2") == "bundled SmolLM2-135M-Instruct (Q4_1 GGUF) via in-process llama.cpp"
     with pytest.raises(ValueError, match="^llm:"):
         describe("nope")
 
@@ -77,3 +82,14 @@ def test_missing_files_and_models_are_value_errors(tmp_path):
         from_spec(f"replay:{tmp_path / 'none.jsonl'}")
     with pytest.raises(ValueError, match="^llm: model: no checkpoint directory"):
         from_spec(f"hf:{tmp_path / 'no-model'}")
+
+
+@pytest.mark.parametrize(("spec", "trains"), [
+    ("smollm2", True), ("hf:org/m", True), ("llamacpp:smollm2", True),
+    ("llamacpp:/m/x.gguf", False), ("llamacpp:/m/x.gguf?train_model=/m/hf", True),
+    ("openai:http://h:1/v1#m", False), ("replay:/tmp/x.jsonl", False),
+])
+def test_trains_in_process(spec, trains):
+    from optiforge.platform.llm import trains_in_process
+
+    assert trains_in_process(parse_spec(spec)) is trains

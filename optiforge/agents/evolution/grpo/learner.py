@@ -92,6 +92,11 @@ class GRPOLearner:
         Completions are truncated to this many tokens (bounds the memory of one step).
     gradient_checkpointing : bool
         Recompute activations in the backward pass (less memory, ~30 % slower).
+    micro_batch_size : int
+        Sequences per forward/backward pass. Gradients of all micro-batches are accumulated
+        into one optimizer step, so the update is the same for any size; memory (activations
+        and the ``(sequences, tokens, vocabulary)`` logits) grows with it. Each micro-batch
+        is cut to its own longest completion.
     seed : int
         Seeds the LoRA initialisation (without touching the caller's RNG).
 
@@ -139,6 +144,7 @@ class GRPOLearner:
         temperature: float = 1.0,
         max_completion_tokens: int | None = None,
         gradient_checkpointing: bool = False,
+        micro_batch_size: int = 1,
         seed: int = 0,
     ) -> None:
         if not isinstance(llm, TrainableLLM):
@@ -162,6 +168,7 @@ class GRPOLearner:
         self.max_completion_tokens = max_completion_tokens
         if not isinstance(gradient_checkpointing, bool):
             raise TypeError("gradient_checkpointing: expected a bool")
+        self.micro_batch_size = check.integer(micro_batch_size, "micro_batch_size", minimum=1)
         self.seed = check.integer(seed, "seed", minimum=0)
 
         self.llm = llm
@@ -296,6 +303,23 @@ class GRPOLearner:
         return {"input_ids": input_ids.to(dev), "attention_mask": attention.to(dev),
                 "mask": mask.to(dev), "width": torch.tensor(width)}
 
+    def _micro_batches(self, batch: dict[str, torch.Tensor],
+                       advantages: torch.Tensor) -> list[tuple[dict[str, torch.Tensor], torch.Tensor]]:
+        """Split one group's batch into micro-batches of :attr:`micro_batch_size` sequences,
+        each cut to its own longest completion (right padding beyond it is dropped)."""
+        out = []
+        n = batch["input_ids"].shape[0]
+        width = int(batch["width"])
+        prompt_len = batch["input_ids"].shape[1] - width
+        for start in range(0, n, self.micro_batch_size):
+            rows = slice(start, start + self.micro_batch_size)
+            mask = batch["mask"][rows]
+            w = max(1, int(mask.sum(dim=1).max().item()))
+            out.append(({"input_ids": batch["input_ids"][rows, : prompt_len + w],
+                         "attention_mask": batch["attention_mask"][rows, : prompt_len + w],
+                         "mask": mask[:, :w], "width": torch.tensor(w)}, advantages[rows]))
+        return out
+
     def _logps(self, batch: dict[str, torch.Tensor]) -> torch.Tensor:
         """Per-token log-probabilities of the completion tokens, shape ``(G, width)``."""
         from trl.trainer.utils import selective_log_softmax
@@ -334,8 +358,12 @@ class GRPOLearner:
             On malformed ``groups`` (nothing is changed then).
         """
         checked = self._check_groups(groups)
-        batches = [self._encode(p, cs) for p, cs, _ in checked]
-        advantages = [group_advantages(torch.tensor(rs)).to(self.device) for _, _, rs in checked]
+        batches, advantages = [], []
+        for p, cs, rs in checked:
+            group_adv = group_advantages(torch.tensor(rs)).to(self.device)
+            for micro, adv in self._micro_batches(self._encode(p, cs), group_adv):
+                batches.append(micro)
+                advantages.append(adv)
         n_tokens = float(sum(b["mask"].sum().item() for b in batches))
         n_seqs = float(sum(b["mask"].shape[0] for b in batches))
         was_training = self.model.training

@@ -1,0 +1,90 @@
+"""Peak RSS of one GRPO update on the bundled NF4 model, by micro-batch size and checkpointing.
+
+One group of G completions of ``--tokens`` tokens each (random code-like text) after a
+campaign-sized prompt (``--prompt-tokens``); the kernel's high-water mark is reset before the
+update (``/proc/self/clear_refs``) and read after it. Each configuration runs in a fresh
+process so one configuration's freed-but-kept pages do not hide the next one's peak.
+
+Usage: python benchmarks/grpo_update_memory.py [--g 4] [--tokens 384] [--prompt-tokens 700]
+       [--configs 4:off,1:off,1:on]
+Prints one JSON line per configuration: micro-batch size, gradient checkpointing, RSS before
+the update, peak during it, seconds.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT))
+os.environ.setdefault("HF_HUB_OFFLINE", "1")
+
+
+def _status_mb(field: str) -> float:
+    for line in Path("/proc/self/status").read_text().splitlines():
+        if line.startswith(field + ":"):
+            return int(line.split()[1]) / 1024
+    raise KeyError(field)
+
+
+def one(g: int, tokens: int, prompt_tokens: int, micro: int, checkpointing: bool) -> dict:
+    import random
+
+    from optiforge.agents.evolution.grpo import GRPOLearner
+    from optiforge.platform.llm import from_spec
+
+    llm = from_spec("smollm2")
+    learner = GRPOLearner(llm, micro_batch_size=micro, gradient_checkpointing=checkpointing, seed=0)
+    rng = random.Random(0)
+    words = ["def", "return", "bins", "item", "score", "np.", "max(", "min(", "for", "in", "if", "else",
+             "capacity", "-", "+", "*", "0.5", "1", ":", "\n    "]
+
+    def text(n_tokens: int) -> str:
+        out = []
+        while len(llm.tokenizer(" ".join(out))["input_ids"]) < n_tokens:
+            out.extend(rng.choice(words) for _ in range(32))
+        ids = llm.tokenizer(" ".join(out))["input_ids"][:n_tokens]
+        return llm.tokenizer.decode(ids)
+
+    prompt = llm.format_prompt(text(prompt_tokens))
+    group = (prompt, [text(tokens) for _ in range(g)], [float(i) for i in range(g)])
+    before = _status_mb("VmRSS")
+    Path("/proc/self/clear_refs").write_text("5")
+    t0 = time.perf_counter()
+    learner.step([group])
+    seconds = time.perf_counter() - t0
+    return {"G": g, "tokens": tokens, "prompt_tokens": prompt_tokens, "micro_batch_size": micro,
+            "gradient_checkpointing": checkpointing, "rss_before_mb": round(before),
+            "update_peak_mb": round(_status_mb("VmHWM")), "seconds": round(seconds, 1),
+            "threads": os.environ.get("OMP_NUM_THREADS"), "load_avg": round(os.getloadavg()[0], 1)}
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--g", type=int, default=4)
+    ap.add_argument("--tokens", type=int, default=384)
+    ap.add_argument("--prompt-tokens", type=int, default=700)
+    ap.add_argument("--configs", default="4:off,1:off,1:on", help="micro:checkpointing pairs")
+    ap.add_argument("--child", default=None, help=argparse.SUPPRESS)
+    args = ap.parse_args()
+    if args.child:
+        micro, ck = args.child.split(":")
+        print(json.dumps(one(args.g, args.tokens, args.prompt_tokens, int(micro), ck == "on")), flush=True)
+        return
+    for config in args.configs.split(","):
+        parts = config.split(":")
+        if len(parts) != 2 or not parts[0].isdigit() or parts[1] not in ("on", "off"):
+            print(f"error: --configs: expected micro:on|off pairs, got {config!r}", file=sys.stderr)
+            sys.exit(2)
+        subprocess.run([sys.executable, __file__, "--g", str(args.g), "--tokens", str(args.tokens),
+                        "--prompt-tokens", str(args.prompt_tokens), "--child", config], check=True)
+
+
+if __name__ == "__main__":
+    main()
