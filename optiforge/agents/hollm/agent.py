@@ -27,8 +27,9 @@ Deviations from the paper / public code (all deliberate):
 * When a proposer returns fewer than ``b`` usable candidates (an LLM that ignores the
   format), the shortfall is filled with Sobol points from the chosen regions
   (``stats["filled"]`` counts them) so every ask returns ``n`` points.
-* LLM-free proposers (``sobol``, ``gaussian``) and predictors (``gp``, ``forest``,
-  ``random``) are ours, for runs without a model; defaults: proposer ``"llm"`` when an LLM is
+* LLM-free proposers (``sobol``, ``gaussian``, ``gp-ts`` (TuRBO-style Thompson sampling in
+  the leaf), ``cmaes`` (a CMA-ES generation estimated from the leaf's neighbourhood), ``mix``)
+  and predictors (``gp``, ``forest``, ``random``) are ours, for runs without a model; defaults: proposer ``"llm"`` when an LLM is
   given, else ``"sobol"``; predictor ``"gp"``.
 
 References
@@ -73,7 +74,7 @@ class HOLLMConfig:
 
     Attributes
     ----------
-    proposer : {"llm", "sobol", "gaussian"} or None
+    proposer : {"llm", "sobol", "gaussian", "gp-ts", "cmaes", "mix"} or None
         ``None``: ``"llm"`` if the agent has an LLM, else ``"sobol"``.
     predictor : {"llm", "gp", "forest", "random"}
     llm : str or None
