@@ -24,6 +24,7 @@ EXTRAS: dict[str, tuple[str, ...]] = {
     "postgres": ("psycopg",),
     "vllm": ("vllm",),
     "plots": ("matplotlib",),
+    "bench": ("cocoex",),
 }
 
 
