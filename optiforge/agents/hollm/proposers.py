@@ -147,7 +147,7 @@ class ThompsonGPProposer:
     Parameters
     ----------
     pool : int, optional
-        Pool size per region (default ``min(1000, max(100, 20 d))``).
+        Pool size per region (default ``min(500, max(100, 10 d))``).
     max_points : int
         Largest GP training set.
     ard : bool
@@ -170,7 +170,7 @@ class ThompsonGPProposer:
         focus = np.concatenate([r.indices for r in regions])
         idx = training_subset(ctx.X, ctx.y, focus, self.max_points)
         gp = cached_gp(ctx.cache, ctx.X, ctx.y, idx, ard=self.ard, rng=ctx.rng)
-        pool = self.pool or min(1000, max(100, 20 * d))
+        pool = self.pool or min(500, max(100, 10 * d))
         out = []
         for i, r in enumerate(regions):
             best = _region_best(r, ctx)
