@@ -194,8 +194,8 @@ def cmd_report(args: argparse.Namespace) -> None:
         wins: dict = {}
         for f in range(1, 25):
             med = {m: _median_regret(rows, m, f, d) for m in methods}
-            if all(v is None for v in med.values()):
-                continue
+            if any(v is None for v in med.values()):
+                continue  # compare functions every method has finished
             best = min(v for v in med.values() if v is not None)
             cells = [("**%.3g**" if v == best else "%.3g") % v if v is not None else "–" for v in med.values()]
             print(f"| f{f} | {function_group(f)} | " + " | ".join(cells) + " |")
@@ -205,11 +205,21 @@ def cmd_report(args: argparse.Namespace) -> None:
                         w = wins.setdefault(m, {g: [0, 0] for g in GROUPS})
                         w[function_group(f)][1] += 1
                         w[function_group(f)][0] += int(med[m] < med["tpe"])
-        print("\nHOLLM ahead of TPE in median final regret (functions won / compared), per group:\n")
-        print("| variant | " + " | ".join(GROUPS) + " |")
+        print("\nMedian final regret per function group (over the group's functions and runs):\n")
+        print("| method | " + " | ".join(GROUPS) + " |")
         print("|---|" + "---|" * len(GROUPS))
+        for m in methods:
+            cells = []
+            for fids in GROUPS.values():
+                vals = [r["final_regret"] for r in rows if r["method"] == m and r["d"] == d and r["f"] in fids]
+                cells.append(f"{np.median(vals):.3g}" if vals else "–")
+            print(f"| {m} | " + " | ".join(cells) + " |")
+        print("\nHOLLM ahead of TPE in median final regret (functions won / compared), per group:\n")
+        print("| variant | " + " | ".join(GROUPS) + " | f15–f24 |")
+        print("|---|" + "---|" * (len(GROUPS) + 1))
         for m, w in wins.items():
-            print(f"| {m} | " + " | ".join(f"{a}/{b}" for a, b in w.values()) + " |")
+            hard = [sum(w[g][i] for g in ("multimodal", "weakly-structured")) for i in (0, 1)]
+            print(f"| {m} | " + " | ".join(f"{a}/{b}" for a, b in w.values()) + f" | {hard[0]}/{hard[1]} |")
         ask = {m: float(np.median([r["ask_ms"] for r in rows if r["method"] == m and r["d"] == d]))
                for m in methods}
         print("\nMedian wall time per suggested point (ms): "

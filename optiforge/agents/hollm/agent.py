@@ -30,7 +30,7 @@ Deviations from the paper / public code (all deliberate):
 * LLM-free proposers (``sobol``, ``gaussian``, ``gp-ts`` (TuRBO-style Thompson sampling in
   the leaf), ``cmaes`` (a CMA-ES generation estimated from the leaf's neighbourhood), ``mix``)
   and predictors (``gp``, ``forest``, ``random``) are ours, for runs without a model; defaults: proposer ``"llm"`` when an LLM is
-  given, else ``"sobol"``; predictor ``"gp"``.
+  given, else ``"gp-ts"`` (chosen on COCO/BBOB, ``docs/benchmarks/bbob.md``); predictor ``"gp"``.
 
 References
 ----------
@@ -63,6 +63,9 @@ from optiforge.agents.hollm.scores import alpha_schedule, region_scores, sample_
 from optiforge.agents.protocols import LLM
 from optiforge.blackbox.space import Space
 
+DEFAULT_PROPOSER = "gp-ts"
+"""The proposer without an LLM: ahead of the others on COCO/BBOB (docs/benchmarks/bbob.md)."""
+
 MAX_SCALE = 1e6
 """Upper bound of the real-valued settings (``m0``, ``lam``, ``alpha_*``, ...): far beyond any
 useful value, and low enough that the leaf size and region scores stay finite."""
@@ -75,7 +78,8 @@ class HOLLMConfig:
     Attributes
     ----------
     proposer : {"llm", "sobol", "gaussian", "gp-ts", "cmaes", "mix"} or None
-        ``None``: ``"llm"`` if the agent has an LLM, else ``"sobol"``.
+        ``None``: ``"llm"`` if the agent has an LLM, else ``"gp-ts"`` (best LLM-free proposer on
+        COCO/BBOB; ``"sobol"`` asks about half as fast).
     predictor : {"llm", "gp", "forest", "random"}
     llm : str or None
         LLM backend spec, resolved by the platform (the agent itself receives an object).
@@ -196,7 +200,7 @@ class HOLLMAgent:
             raise TypeError(f"seed: expected an integer, got {seed!r}")
         self.seed = int(seed) % (2**32)
         self.llm = llm
-        proposer = self.config.proposer or ("llm" if llm is not None else "sobol")
+        proposer = self.config.proposer or ("llm" if llm is not None else DEFAULT_PROPOSER)
         llm_opts = {"context_points": self.config.context_points, "retries": self.config.retries}
         prop_opts: dict[str, Any] = {}
         if proposer == "llm":
