@@ -244,13 +244,17 @@ def _plot(rows: list[dict], methods: list[str], dims: list[int]) -> None:
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
 
-    groups = {"all": tuple(range(1, 25)), **GROUPS}
+    groups = {"all measured": tuple(range(1, 25)), **GROUPS}
     grid = np.logspace(0, 2, 60)
     fig, axes = plt.subplots(len(dims), len(groups), figsize=(3.2 * len(groups), 2.8 * len(dims)),
                              squeeze=False, sharey=True)
     for a, d in enumerate(dims):
         for b, (g, fids) in enumerate(groups.items()):
             ax = axes[a][b]
+            if not any(r["d"] == d and r["f"] in fids for r in rows):
+                ax.set_axis_off()
+                ax.set_title(f"{g}, d={d}: not run", fontsize=9)
+                continue
             for m in methods:
                 ax.plot(grid, _ecdf(rows, m, d, fids, grid), label=m, lw=1.6 if m.startswith("hollm") else 1.0,
                         ls="-" if m.startswith("hollm") else "--")
