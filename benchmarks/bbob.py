@@ -194,8 +194,8 @@ def cmd_report(args: argparse.Namespace) -> None:
         wins: dict = {}
         for f in range(1, 25):
             med = {m: _median_regret(rows, m, f, d) for m in methods}
-            if any(v is None for v in med.values()):
-                continue  # compare functions every method has finished
+            if med.get("tpe") is None or all(v is None for m, v in med.items() if m.startswith("hollm-")):
+                continue  # a row needs TPE and at least one HOLLM variant
             best = min(v for v in med.values() if v is not None)
             cells = [("**%.3g**" if v == best else "%.3g") % v if v is not None else "–" for v in med.values()]
             print(f"| f{f} | {function_group(f)} | " + " | ".join(cells) + " |")
