@@ -34,9 +34,9 @@ def pct(xs: list[float]) -> str:
     return f"p50 {np.percentile(a, 50):.1f} ms, p90 {np.percentile(a, 90):.1f} ms"
 
 
-def agent_latency(predictor: str, repeats: int) -> list[float]:
+def agent_latency(predictor: str, repeats: int, proposer: str = "sobol") -> list[float]:
     task = get_blackbox_task("ackley-20")
-    agent = HOLLMAgent(task.space, {"proposer": "sobol", "predictor": predictor}, seed=0)
+    agent = HOLLMAgent(task.space, {"proposer": proposer, "predictor": predictor}, seed=0)
     rng = np.random.default_rng(0)
     for p in task.space.sample(rng, 1000):
         agent.tell(p, task(p))

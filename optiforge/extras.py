@@ -27,6 +27,7 @@ EXTRAS: dict[str, tuple[str, ...]] = {
     "plots": ("matplotlib",),
     "manifold": ("geoopt",),
     "routing": ("ortools", "pyvrp"),
+    "bench": ("cocoex",),
 }
 
 

@@ -27,9 +27,10 @@ Deviations from the paper / public code (all deliberate):
 * When a proposer returns fewer than ``b`` usable candidates (an LLM that ignores the
   format), the shortfall is filled with Sobol points from the chosen regions
   (``stats["filled"]`` counts them) so every ask returns ``n`` points.
-* LLM-free proposers (``sobol``, ``gaussian``) and predictors (``gp``, ``forest``,
-  ``random``) are ours, for runs without a model; defaults: proposer ``"llm"`` when an LLM is
-  given, else ``"sobol"``; predictor ``"gp"``.
+* LLM-free proposers (``sobol``, ``gaussian``, ``gp-ts`` (TuRBO-style Thompson sampling in
+  the leaf), ``cmaes`` (a CMA-ES generation estimated from the leaf's neighbourhood), ``mix``)
+  and predictors (``gp``, ``forest``, ``random``) are ours, for runs without a model; defaults: proposer ``"llm"`` when an LLM is
+  given, else ``"gp-ts"`` (chosen on COCO/BBOB, ``docs/benchmarks/bbob.md``); predictor ``"gp"``.
 
 References
 ----------
@@ -63,6 +64,9 @@ from optiforge.agents.hollm.scores import alpha_schedule, region_scores, sample_
 from optiforge.agents.protocols import LLM
 from optiforge.blackbox.space import Space
 
+DEFAULT_PROPOSER = "gp-ts"
+"""The proposer without an LLM: ahead of the others on COCO/BBOB (docs/benchmarks/bbob.md)."""
+
 MAX_SCALE = 1e6
 """Upper bound of the real-valued settings (``m0``, ``lam``, ``alpha_*``, ...): far beyond any
 useful value, and low enough that the leaf size and region scores stay finite."""
@@ -74,8 +78,9 @@ class HOLLMConfig:
 
     Attributes
     ----------
-    proposer : {"llm", "sobol", "gaussian"} or None
-        ``None``: ``"llm"`` if the agent has an LLM, else ``"sobol"``.
+    proposer : {"llm", "sobol", "gaussian", "gp-ts", "cmaes", "mix"} or None
+        ``None``: ``"llm"`` if the agent has an LLM, else ``"gp-ts"`` (best LLM-free proposer on
+        COCO/BBOB; ``"sobol"`` asks about half as fast).
     predictor : {"llm", "gp", "forest", "random"}
     llm : str or None
         LLM backend spec, resolved by the platform (the agent itself receives an object).
@@ -189,7 +194,7 @@ class HOLLMAgent:
             raise TypeError(f"seed: expected an integer, got {seed!r}")
         self.seed = int(seed) % (2**32)
         self.llm = llm
-        proposer = self.config.proposer or ("llm" if llm is not None else "sobol")
+        proposer = self.config.proposer or ("llm" if llm is not None else DEFAULT_PROPOSER)
         llm_opts = {"context_points": self.config.context_points, "retries": self.config.retries}
         prop_opts: dict[str, Any] = {}
         if proposer == "llm":

@@ -27,6 +27,7 @@ from typing import Any, Protocol
 import numpy as np
 from threadpoolctl import threadpool_limits
 
+from optiforge.agents.hollm.gp import cached_gp, training_subset
 from optiforge.agents.hollm.parsing import parse_values
 from optiforge.agents.hollm.prompts import surrogate_prompt
 from optiforge.agents.hollm.proposers import Candidate, ProposalContext
@@ -48,25 +49,6 @@ class RandomPredictor:
         return ctx.rng.random(len(candidates))
 
 
-def _subset(ctx: ProposalContext, focus: np.ndarray | None, cap: int) -> np.ndarray:
-    n = ctx.X.shape[0]
-    if n <= cap:
-        return np.arange(n)
-    chosen: list[int] = []
-    seen: set[int] = set()
-    order = [focus if focus is not None else np.array([], dtype=int), np.argsort(ctx.y),
-             np.arange(n - 1, -1, -1)]
-    for group in order:
-        for j in group:
-            j = int(j)
-            if j < n and j not in seen:
-                seen.add(j)
-                chosen.append(j)
-                if len(chosen) >= cap:
-                    return np.array(chosen)
-    return np.array(chosen)
-
-
 class GPPredictor:
     """Gaussian-process posterior mean (scikit-learn).
 
@@ -84,25 +66,13 @@ class GPPredictor:
 
     def predict(self, candidates: list[Candidate], ctx: ProposalContext,
                 focus: np.ndarray | None = None) -> np.ndarray:
-        from sklearn.exceptions import ConvergenceWarning
-        from sklearn.gaussian_process import GaussianProcessRegressor
-        from sklearn.gaussian_process.kernels import ConstantKernel, Matern, WhiteKernel
-
         U = np.array([c.u for c in candidates])
         if ctx.X.shape[0] < 2:
             return ctx.rng.random(len(candidates))
-        idx = _subset(ctx, focus, self.max_points)
-        X, y = ctx.X[idx], ctx.y[idx]
-        d = X.shape[1]
-        kernel = (ConstantKernel(1.0, (1e-3, 1e3)) * Matern(np.full(d, 0.5) if self.ard else 0.5, (1e-3, 1e2), nu=2.5)
-                  + WhiteKernel(1e-4, (1e-8, 1e-1)))
-        gp = GaussianProcessRegressor(kernel, normalize_y=True, n_restarts_optimizer=0,
-                                      random_state=int(ctx.rng.integers(2**31 - 1)))
-        # Small matrices: BLAS threads only add contention (5x slower fits on a busy machine).
+        idx = training_subset(ctx.X, ctx.y, focus, self.max_points)
+        gp = cached_gp(ctx.cache, ctx.X, ctx.y, idx, ard=self.ard, rng=ctx.rng)
         with warnings.catch_warnings(), threadpool_limits(1):
-            warnings.simplefilter("ignore", ConvergenceWarning)
             warnings.simplefilter("ignore", RuntimeWarning)
-            gp.fit(X, y)
             return gp.predict(U)
 
 
@@ -122,7 +92,7 @@ class ForestPredictor:
         U = np.array([c.u for c in candidates])
         if ctx.X.shape[0] < 2:
             return ctx.rng.random(len(candidates))
-        idx = _subset(ctx, focus, self.max_points)
+        idx = training_subset(ctx.X, ctx.y, focus, self.max_points)
         model = ExtraTreesRegressor(n_estimators=self.n_estimators, min_samples_leaf=1,
                                     random_state=int(ctx.rng.integers(2**31 - 1)))
         model.fit(ctx.X[idx], ctx.y[idx])

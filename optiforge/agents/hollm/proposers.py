@@ -7,11 +7,22 @@
 * :class:`SobolProposer` — scrambled Sobol points in the box (LLM-free).
 * :class:`GaussianProposer` — Gaussian perturbations of the region's best point, scaled to
   the box (LLM-free; the public code has no such proposer, it is our local-search option).
+* :class:`ThompsonGPProposer` (``"gp-ts"``) — TuRBO-style Thompson sampling from a local GP,
+  with the leaf box as the trust region [2]_.
+* :class:`CMAProposer` (``"cmaes"``) — one CMA-ES generation whose mean and covariance are
+  estimated from the leaf's best points and their neighbours [3]_.
+* :class:`MixtureProposer` (``"mix"``) — half of each region's candidates from each of the
+  two; the predictor then picks among them.
+
+The last three are ours (the paper has only the LLM); they are the strong LLM-free options.
 
 References
 ----------
 .. [1] A. Schwanke et al., "Improving LLM-based Global Optimization with Search Space
    Partitioning", arXiv:2505.21372 (ICLR 2026), Sec. 3 (LLM-based candidate sampling).
+.. [2] D. Eriksson, M. Pearce, J. Gardner, R. Turner, M. Poloczek, "Scalable Global
+   Optimization via Local Bayesian Optimization", NeurIPS 2019 (TuRBO).
+.. [3] N. Hansen, "The CMA Evolution Strategy: A Tutorial", arXiv:1604.00772 (2016).
 """
 
 from __future__ import annotations
@@ -23,6 +34,7 @@ from typing import Any, Protocol
 import numpy as np
 from scipy.stats import qmc
 
+from optiforge.agents.hollm.gp import cached_gp, posterior_samples, training_subset
 from optiforge.agents.hollm.parsing import parse_candidates
 from optiforge.agents.hollm.partition import Region
 from optiforge.agents.hollm.prompts import candidate_prompt
@@ -50,6 +62,8 @@ class ProposalContext:
     y: np.ndarray
     rng: np.random.Generator
     stats: dict[str, Any] = field(default_factory=dict)
+    cache: dict[str, Any] = field(default_factory=dict)
+    """Per-ask scratch space (a GP fitted by the proposer is reused by the predictor)."""
 
     def count(self, key: str, n: int = 1) -> None:
         self.stats[key] = self.stats.get(key, 0) + n
@@ -107,6 +121,172 @@ class GaussianProposer:
             centre = ctx.X[min(idx, key=lambda j: ctx.y[j])] if idx else 0.5 * (r.lo + r.hi)
             pts = centre + ctx.rng.normal(size=(k, len(r.lo))) * self.scale * (r.hi - r.lo)
             out.append([Candidate(np.clip(p, r.lo, r.hi), i) for p in pts])
+        return out
+
+
+def _region_best(region: Region, ctx: ProposalContext) -> int | None:
+    """Index of the lowest value among the region's evaluated points (``None``: none)."""
+    idx = [int(j) for j in region.indices if j < len(ctx.y)]
+    return min(idx, key=lambda j: ctx.y[j]) if idx else None
+
+
+class ThompsonGPProposer:
+    """TuRBO-style Thompson sampling from a local GP, the leaf box as the trust region.
+
+    One GP (see :mod:`~optiforge.agents.hollm.gp`) is fitted per call on the chosen regions'
+    points (then the best, then the newest, at most ``max_points``). In each region a pool of
+    points is drawn, ``k`` joint posterior samples are taken over the pool, and each sample's
+    argmin is a candidate (Eriksson et al.'s batch Thompson sampling).
+
+    Deviations from TuRBO: the trust region is HOLLM's leaf (its size comes from the KD-tree,
+    not from TuRBO's success/failure counters, and the bandit picks which leaves to search),
+    and half the pool is Gaussian around the leaf's best point (10% of the side lengths) so the
+    sampler can refine inside large leaves. TuRBO's coordinate mask (perturb ``min(1, 20/d)``
+    of the coordinates of the centre) is kept for the Sobol half.
+
+    Parameters
+    ----------
+    pool : int, optional
+        Pool size per region (default ``min(500, max(100, 10 d))``).
+    max_points : int
+        Largest GP training set.
+    ard : bool
+        One length scale per dimension (slower fits).
+    """
+
+    name = "gp-ts"
+
+    def __init__(self, pool: int | None = None, max_points: int = 150, ard: bool = False) -> None:
+        if pool is not None and pool < 1:
+            raise ValueError(f"pool: must be >= 1, got {pool}")
+        self.pool = pool
+        self.max_points = int(max_points)
+        self.ard = bool(ard)
+
+    def propose(self, regions: list[Region], k: int, ctx: ProposalContext) -> list[list[Candidate]]:
+        if len(ctx.y) < 2:
+            return SobolProposer().propose(regions, k, ctx)
+        d = regions[0].lo.shape[0]
+        focus = np.concatenate([r.indices for r in regions])
+        idx = training_subset(ctx.X, ctx.y, focus, self.max_points)
+        gp = cached_gp(ctx.cache, ctx.X, ctx.y, idx, ard=self.ard, rng=ctx.rng)
+        pool = self.pool or min(500, max(100, 10 * d))
+        out = []
+        for i, r in enumerate(regions):
+            best = _region_best(r, ctx)
+            centre = ctx.X[best] if best is not None else 0.5 * (r.lo + r.hi)
+            n_local = pool // 2 if best is not None else 0
+            S = sobol_in_box(r.lo, r.hi, pool - n_local, ctx.rng)
+            mask = ctx.rng.random(S.shape) <= min(1.0, 20.0 / d)
+            empty = ~mask.any(axis=1)
+            mask[empty, ctx.rng.integers(d, size=int(empty.sum()))] = True
+            local = centre + ctx.rng.normal(size=(n_local, d)) * 0.1 * (r.hi - r.lo)
+            P = np.clip(np.vstack([np.where(mask, S, centre), local]), r.lo, r.hi)
+            draws = posterior_samples(gp, P, k, ctx.rng)
+            used: set[int] = set()
+            group = []
+            for draw in draws:
+                j = next(int(j) for j in np.argsort(draw) if int(j) not in used)
+                used.add(j)
+                group.append(Candidate(P[j], i, float(draw[j])))
+            out.append(group)
+        ctx.count("gp_ts_calls")
+        return out
+
+
+class CMAProposer:
+    """One CMA-ES generation per region, its distribution estimated from the leaf's neighbourhood.
+
+    For a region with best point ``x_b``: take the region's evaluated points and the
+    ``neighbours`` points nearest to ``x_b``; the better half (``mu``) are the parents, with
+    CMA-ES's log-rank weights ``w``. The mean is their weighted recombination ``m = sum w_i x_i``,
+    the covariance is the rank-mu estimate ``C_mu = sum w_i (x_i - x_bar)(x_i - x_bar)^T`` of the
+    selected steps from the neighbourhood mean ``x_bar`` (the previous generation's mean in
+    CMA-ES), shrunk towards an axis-aligned prior ``diag((sigma0 (hi - lo))^2)``:
+    ``C = (1 - c) prior + c C_mu`` with ``c = mu_eff / (mu_eff + d)``. ``k`` offspring are drawn
+    from ``N(m, C)``; those outside the box are redrawn (then clipped).
+
+    Deviations from CMA-ES: there is no state between asks (no evolution paths, no step-size
+    control); the data re-estimates the distribution every time, so the step size follows the
+    spread of the good points near the leaf, and the leaf bounds the search. The shrinkage weight
+    replaces CMA-ES's learning rate ``c_mu`` (which assumes a covariance carried over from
+    earlier generations).
+
+    Parameters
+    ----------
+    sigma0 : float
+        Prior standard deviation as a fraction of the region's side lengths.
+    neighbours : int, optional
+        Neighbourhood size (default ``max(2 lambda, d + 1)``, ``lambda = 4 + floor(3 ln d)``).
+    """
+
+    name = "cmaes"
+
+    def __init__(self, sigma0: float = 0.3, neighbours: int | None = None) -> None:
+        if not sigma0 > 0:
+            raise ValueError(f"sigma0: must be > 0, got {sigma0}")
+        if neighbours is not None and neighbours < 2:
+            raise ValueError(f"neighbours: must be >= 2, got {neighbours}")
+        self.sigma0 = float(sigma0)
+        self.neighbours = neighbours
+
+    def propose(self, regions: list[Region], k: int, ctx: ProposalContext) -> list[list[Candidate]]:
+        d = regions[0].lo.shape[0]
+        n = len(ctx.y)
+        lam = 4 + int(3 * math.log(d))
+        n_nb = min(n, self.neighbours or max(2 * lam, d + 1))
+        out = []
+        for i, r in enumerate(regions):
+            best = _region_best(r, ctx)
+            if best is None or n < 2:
+                out.append(SobolProposer().propose([r], k, ctx)[0])
+                out[-1] = [Candidate(c.u, i) for c in out[-1]]
+                continue
+            dist = np.linalg.norm(ctx.X - ctx.X[best], axis=1)
+            nb = np.union1d(np.argsort(dist)[:n_nb], [int(j) for j in r.indices if j < n])
+            order = nb[np.argsort(ctx.y[nb], kind="stable")]
+            mu = max(1, len(order) // 2)
+            w = np.log(mu + 0.5) - np.log(np.arange(1, mu + 1))
+            w /= w.sum()
+            parents = ctx.X[order[:mu]]
+            steps = parents - ctx.X[nb].mean(axis=0)
+            c = (1.0 / np.sum(w**2)) / (1.0 / np.sum(w**2) + d)
+            C = (1 - c) * np.diag((self.sigma0 * (r.hi - r.lo)) ** 2) + c * (w[:, None] * steps).T @ steps
+            A = np.linalg.cholesky(C + 1e-12 * np.eye(d))
+            mean = w @ parents
+            pts = mean + ctx.rng.standard_normal((k, d)) @ A.T
+            for _ in range(10):
+                bad = ~r.contains(pts, 0.0)
+                if not bad.any():
+                    break
+                pts[bad] = mean + ctx.rng.standard_normal((int(bad.sum()), d)) @ A.T
+            out.append([Candidate(np.clip(p, r.lo, r.hi), i) for p in pts])
+        return out
+
+
+class MixtureProposer:
+    """Half of each region's ``k`` candidates from each component (the predictor chooses).
+
+    Parameters
+    ----------
+    components : list of Proposer
+        Default: ``[ThompsonGPProposer(), CMAProposer()]``.
+    """
+
+    name = "mix"
+
+    def __init__(self, components: list[Proposer] | None = None) -> None:
+        self.components = components or [ThompsonGPProposer(), CMAProposer()]
+
+    def propose(self, regions: list[Region], k: int, ctx: ProposalContext) -> list[list[Candidate]]:
+        out: list[list[Candidate]] = [[] for _ in regions]
+        q, rem = divmod(k, len(self.components))
+        for j, comp in enumerate(self.components):
+            kj = q + (1 if j < rem else 0)
+            if kj == 0:
+                continue
+            for i, group in enumerate(comp.propose(regions, kj, ctx)):
+                out[i].extend(group)
         return out
 
 
@@ -196,15 +376,21 @@ class LLMProposer:
         return found
 
 
-PROPOSERS = ("llm", "sobol", "gaussian")
+PROPOSERS = ("llm", "sobol", "gaussian", "gp-ts", "cmaes", "mix")
 
 
 def make_proposer(name: str, llm: LLM | None = None, **options: Any) -> Proposer:
-    """Build a proposer by name (``"llm"``, ``"sobol"``, ``"gaussian"``)."""
+    """Build a proposer by name (one of :data:`PROPOSERS`)."""
     if name == "sobol":
         return SobolProposer()
     if name == "gaussian":
         return GaussianProposer(**options)
+    if name == "gp-ts":
+        return ThompsonGPProposer(**options)
+    if name == "cmaes":
+        return CMAProposer(**options)
+    if name == "mix":
+        return MixtureProposer()
     if name == "llm":
         if llm is None:
             raise ValueError("llm: the 'llm' proposer needs an LLM (agent_options['llm'], e.g. 'smollm2')")
