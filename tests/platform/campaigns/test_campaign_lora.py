@@ -44,5 +44,10 @@ def test_rl_options_reach_the_learner(monkeypatch):
     learner = _make_learner("the-llm", 3, {"temperature": 0.5, "max_new_tokens": 32},
                             {"lora": "bilora", "rho": 0.1})
     assert type(learner) is Recorder
-    assert seen == {"llm": "the-llm", "seed": 3, "temperature": 0.5, "max_completion_tokens": 32, "rho": 0.1}
+    # the campaign's memory defaults (one sequence per backward, recomputed activations) ride along
+    assert seen == {"llm": "the-llm", "seed": 3, "temperature": 0.5, "max_completion_tokens": 32, "rho": 0.1,
+                    "micro_batch_size": 1, "gradient_checkpointing": True}
+    seen.clear()
+    _make_learner("the-llm", 3, {}, {"lora": "bilora", "micro_batch_size": 4, "gradient_checkpointing": False})
+    assert seen["micro_batch_size"] == 4 and seen["gradient_checkpointing"] is False   # rl_options win
 

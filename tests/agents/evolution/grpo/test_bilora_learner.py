@@ -75,8 +75,10 @@ def test_make_learner_dispatches_on_lora():
 
 def test_update_descends_primary_ascends_auxiliary_and_clips(tmp_path):
     llm = TinyLLM()
+    # the whole group in one micro-batch, so the spy below sees exactly one forward
     learner = BiLoRAGRPOLearner(llm, lora_r=4, lora_alpha=8, lr=1e-2, rho=1e-3, beta=0.0,
-                                target_modules=["q_proj", "v_proj", "up_proj"], seed=0)
+                                target_modules=["q_proj", "v_proj", "up_proj"], seed=0,
+                                micro_batch_size=len(GROUPS[0][1]))
     primary = learner.adapter_name
     layers = learner.model.base_model.model.model.layers[0]
     assert set(layers.self_attn.q_proj.lora_A) == {primary, AUX_ADAPTER}
