@@ -34,8 +34,8 @@ $(LLAMA_STAMP): $(STAMP)
 
 # One BLAS/OpenMP thread per test process: the tests start several processes at once
 # (sandbox workers, servers, model loads), and oversubscribed OpenMP threads slow everything
-# down several-fold. `make run` keeps torch's default (a thread per core); on a machine shared
-# with other jobs, `OMP_NUM_THREADS=1 make run` is faster. Override with `make OMP_NUM_THREADS=2 test`.
+# down several-fold. `make run`: a campaign sets its own thread budget (OPTIFORGE_THREADS, default
+# half the cores; optiforge/platform/resources.py). Override with `make OMP_NUM_THREADS=2 test`.
 TEST_THREADS := $(or $(OMP_NUM_THREADS),1)
 
 test: $(STAMP) $(LLAMA_STAMP) lint
