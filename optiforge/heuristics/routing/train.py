@@ -143,16 +143,41 @@ def _to_bytes(blob: dict[str, object]) -> bytes:
     return buf.getvalue()
 
 
-def _resumed_state(data: bytes, config: TrainConfig) -> dict[str, object]:
-    """The training state in ``data``, checked against ``config`` (a ValueError if it differs)."""
+def read_state(data: bytes) -> dict[str, object]:
+    """A training state as :func:`train` hands it to its checkpointer.
+
+    Parameters
+    ----------
+    data : bytes
+        The checkpoint's bytes.
+
+    Returns
+    -------
+    dict
+        ``config`` (the policy's), ``state_dict``, ``optimizer``, ``epoch`` (epochs done),
+        ``history`` and ``train_config`` (the run's :class:`TrainConfig` fields but the policy;
+        ``epochs`` is the count the run was aiming for).
+
+    Raises
+    ------
+    ValueError
+        If ``data`` is not such a state.
+    """
     try:
         blob = torch.load(io.BytesIO(data), map_location="cpu", weights_only=True)
-        missing = {"config", "state_dict", "optimizer", "epoch", "history"} - set(blob)
+        missing = {"config", "state_dict", "optimizer", "epoch", "history", "train_config"} - set(blob)
         if missing:
             raise KeyError(f"missing {', '.join(sorted(missing))}")
-        saved = PolicyConfig(**blob["config"])
+        PolicyConfig(**blob["config"])
     except Exception as exc:  # noqa: BLE001 - any unreadable state is the same user error
         raise ValueError(f"checkpoint: not a routing training state ({exc})") from exc
+    return blob
+
+
+def _resumed_state(data: bytes, config: TrainConfig) -> dict[str, object]:
+    """The training state in ``data``, checked against ``config`` (a ValueError if it differs)."""
+    blob = read_state(data)
+    saved = PolicyConfig(**blob["config"])
     if saved.problem != config.problem:
         raise ValueError(f"checkpoint: the run to resume was trained for {saved.problem}, not {config.problem}")
     if saved != config.policy:

@@ -95,7 +95,8 @@ def _train_options(given: dict[str, Any], resume: str | None, store: Any) -> dic
     """The run's options: ``given`` over the defaults, or on resume the campaign's.
 
     A resumed run keeps everything it was started with except ``epochs`` (a larger count
-    trains on); any other option given that differs is an error, not silently ignored.
+    trains on; without it, the count its newest checkpoint aimed for); any other option given
+    that differs is an error, not silently ignored.
     """
     if resume is None:
         if given["problem"] is None:
@@ -110,7 +111,16 @@ def _train_options(given: dict[str, Any], resume: str | None, store: Any) -> dic
             flag = "--no-rie" if key == "rie" else f"--{key.replace('_', '-')} {value!r}"
             raise ValueError(f"resume: campaign {resume} trains {key} = {stored[key]!r}; "
                              f"{flag} differs (start a new run instead)")
-    return {**stored, "epochs": given["epochs"] or stored["epochs"]}
+    epochs = given["epochs"]
+    if epochs is None:
+        # A run extended by an earlier --resume --epochs and stopped again aims where its
+        # newest checkpoint aimed, not at the count the campaign was created with.
+        from optiforge.heuristics.routing.train import read_state
+        from optiforge.platform.store.checkpoints import StoreCheckpointer
+
+        data = StoreCheckpointer(store, resume).latest()
+        epochs = stored["epochs"] if data is None else int(read_state(data)["train_config"]["epochs"])
+    return {**stored, "epochs": epochs}
 
 
 @routing_app.command("train")

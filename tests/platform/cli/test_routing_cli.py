@@ -145,6 +145,14 @@ def test_resume_continues_from_the_stored_checkpoint(home, tmp_path):
     assert final["history"][0]["loss"] == 12345.0  # epoch 1 came from the store, epochs 2-3 ran
     assert final["config"]["problem"] == "tspdl" and final["train_config"]["hardness"] == "medium"
     assert store.get_campaign(cid).status == "finished"
+    # A run stopped while extending to 4 epochs aims at 4 again when resumed without --epochs.
+    last = store.artifacts(cid, "checkpoint")[-1]
+    state = torch.load(last.path, weights_only=True)
+    state["train_config"]["epochs"] = 4
+    torch.save(state, last.path)
+    r = _cli("train", "--resume", cid, "--out", str(model))
+    assert r.returncode == 0, r.stderr
+    assert f"4 epochs (campaign {cid})" in r.stdout and len(store.artifacts(cid, "checkpoint")) == 4
 
 
 def test_an_interrupted_run_is_marked_and_resumes(home, tmp_path):
