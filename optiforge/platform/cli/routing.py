@@ -127,29 +127,29 @@ def _train_options(given: dict[str, Any], resume: str | None, store: Any) -> dic
 @user_errors
 def train_cmd(
     problem: str = typer.Option(None, help="tsptw | tspdl (required unless --resume)."),
-    hardness: str = typer.Option(None, help="Generator level of the training instances [default: hard]."),
-    n: int = typer.Option(None, "--n", help="Nodes per instance, the depot included [default: 20]."),
-    epochs: int = typer.Option(None, help="Epochs, a checkpoint after each [default: 10]; on --resume, "
+    hardness: str = typer.Option(None, help="Generator level of the training instances (default hard)."),
+    n: int = typer.Option(None, "--n", help="Nodes per instance, the depot included (default 20)."),
+    epochs: int = typer.Option(None, help="Epochs, a checkpoint after each (default 10); on --resume, "
                                           "a larger count trains on."),
-    steps: int = typer.Option(None, help="Updates per epoch [default: 20]."),
-    batch_size: int = typer.Option(None, "--batch-size", help="Fresh instances per update [default: 16]."),
+    steps: int = typer.Option(None, help="Updates per epoch (default 20)."),
+    batch_size: int = typer.Option(None, "--batch-size", help="Fresh instances per update (default 16)."),
     samples: int = typer.Option(None, help="Rollouts per instance for the shared baseline (default min(n-1, 16))."),
     budget: int = typer.Option(None, help="Backtracking budget R during training, then the relaxation "
-                                          "[default: 50]."),
-    lr: float = typer.Option(None, help="Adam's learning rate [default: 1e-4]."),
-    embed_dim: int = typer.Option(None, "--embed-dim", help="[default: 128]"),
-    layers: int = typer.Option(None, help="[default: 6]"),
-    heads: int = typer.Option(None, help="[default: 8]"),
-    ff_dim: int = typer.Option(None, "--ff-dim", help="[default: 512]"),
+                                          "(default 50)."),
+    lr: float = typer.Option(None, help="Adam's learning rate (default 1e-4)."),
+    embed_dim: int = typer.Option(None, "--embed-dim", help="Encoder width (default 128)."),
+    layers: int = typer.Option(None, help="Encoder layers (default 6)."),
+    heads: int = typer.Option(None, help="Attention heads, dividing --embed-dim (default 8)."),
+    ff_dim: int = typer.Option(None, "--ff-dim", help="Feed-forward width (default 512)."),
     no_rie: bool = typer.Option(False, "--no-rie", help="Ablation: drop the refinement-intensity embedding."),
-    seed: int = typer.Option(None, help="[default: 0]"),
+    seed: int = typer.Option(None, help="Seed of the initial weights and the training instances (default 0)."),
     out: Path = typer.Option(..., help="Where to write the trained model (for `evaluate -m lmask:FILE`)."),
     resume: str = typer.Option(None, help="Continue the training campaign with this id."),
 ) -> None:
     """Train LMask's policy (REINFORCE, shared baseline, penalised reward).
 
-    Every epoch's checkpoint is an artifact of a campaign in the store; ``--resume ID``
-    continues campaign ``ID`` from its newest checkpoint.
+    Every epoch's checkpoint is an artifact of a campaign in the store; --resume ID continues
+    campaign ID from its newest checkpoint.
     """
     from optiforge.heuristics.routing.train import train
     from optiforge.platform.store import Store
