@@ -9,7 +9,9 @@ the LazyMask decoder in training mode (budget ``R_train``, then the relaxation),
 
 (:func:`optiforge.optim.policy_gradient.reinforce_loss`, ``baseline="group"``). Adam, LMask's
 defaults lr 1e-4 and weight decay 1e-6. A checkpoint is written after every epoch (weights,
-optimiser, epoch, history), and :func:`train` resumes from it.
+optimiser, epoch, history) to a :class:`~optiforge.heuristics.checkpoints.Checkpointer` (the
+CLI's keeps them as artifacts of a campaign in the store) or to the model file, and
+:func:`train` resumes from the latest.
 
 Deviation from [1]_: ``G`` defaults to ``min(n - 1, 16)`` samples (LMask: ``n``) and batches
 are small, so that short CPU runs make progress; no learning-rate milestones.
@@ -24,6 +26,7 @@ References
 
 from __future__ import annotations
 
+import io
 from collections.abc import Callable
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
@@ -31,13 +34,13 @@ from pathlib import Path
 import numpy as np
 import torch
 
+from optiforge.heuristics.checkpoints import Checkpointer
 from optiforge.heuristics.routing import lazymask as lm
 from optiforge.heuristics.routing.instances import HARDNESS, PROBLEMS, generate
 from optiforge.heuristics.routing.policy import (
     PolicyChooser,
     PolicyConfig,
     RoutingPolicy,
-    load_policy,
     save_policy,
 )
 from optiforge.heuristics.routing.validate import check_tours
@@ -119,18 +122,89 @@ def train_step(policy: RoutingPolicy, optimizer: torch.optim.Optimizer, config: 
             "backtracks": float(result.backtracks.mean())}
 
 
-def train(config: TrainConfig, out: str | Path, *, resume: bool = True,
+class _FileCheckpointer:
+    """One file that is both the newest training state and the model (``train(config, out)``)."""
+
+    def __init__(self, path: Path) -> None:
+        self.path = path
+
+    def save(self, name: str, data: bytes) -> None:
+        tmp = self.path.with_name(self.path.name + ".tmp")
+        tmp.write_bytes(data)
+        tmp.replace(self.path)  # a crash mid-write leaves the previous epoch's state
+
+    def latest(self) -> bytes | None:
+        return self.path.read_bytes() if self.path.is_file() else None
+
+
+def _to_bytes(blob: dict[str, object]) -> bytes:
+    buf = io.BytesIO()
+    torch.save(blob, buf)
+    return buf.getvalue()
+
+
+def read_state(data: bytes) -> dict[str, object]:
+    """A training state as :func:`train` hands it to its checkpointer.
+
+    Parameters
+    ----------
+    data : bytes
+        The checkpoint's bytes.
+
+    Returns
+    -------
+    dict
+        ``config`` (the policy's), ``state_dict``, ``optimizer``, ``epoch`` (epochs done),
+        ``history`` and ``train_config`` (the run's :class:`TrainConfig` fields but the policy;
+        ``epochs`` is the count the run was aiming for).
+
+    Raises
+    ------
+    ValueError
+        If ``data`` is not such a state.
+    """
+    try:
+        blob = torch.load(io.BytesIO(data), map_location="cpu", weights_only=True)
+        missing = {"config", "state_dict", "optimizer", "epoch", "history", "train_config"} - set(blob)
+        if missing:
+            raise KeyError(f"missing {', '.join(sorted(missing))}")
+        PolicyConfig(**blob["config"])
+    except Exception as exc:  # noqa: BLE001 - any unreadable state is the same user error
+        raise ValueError(f"checkpoint: not a routing training state ({exc})") from exc
+    return blob
+
+
+def _resumed_state(data: bytes, config: TrainConfig) -> dict[str, object]:
+    """The training state in ``data``, checked against ``config`` (a ValueError if it differs)."""
+    blob = read_state(data)
+    saved = PolicyConfig(**blob["config"])
+    if saved.problem != config.problem:
+        raise ValueError(f"checkpoint: the run to resume was trained for {saved.problem}, not {config.problem}")
+    if saved != config.policy:
+        raise ValueError("checkpoint: the run to resume holds a policy of another architecture; "
+                         "start a new run (a new path or campaign)")
+    return blob
+
+
+def train(config: TrainConfig, out: str | Path | None = None, *, checkpointer: Checkpointer | None = None,
+          resume: bool = True,
           progress: Callable[[int, int, dict[str, float]], None] | None = None) -> list[dict[str, float]]:
-    """Train (or resume training) a policy and write it to ``out`` after every epoch.
+    """Train (or resume training) a policy, checkpointing after every epoch.
 
     Parameters
     ----------
     config : TrainConfig
         Problem, sizes and hyper-parameters.
-    out : str or Path
-        Checkpoint path (read back with :func:`~optiforge.heuristics.routing.policy.load_policy`).
+    out : str or Path, optional
+        The model file (read back with :func:`~optiforge.heuristics.routing.policy.load_policy`).
+        Without ``checkpointer`` it is also the checkpoint: rewritten after every epoch with the
+        training state and resumed from; with one, it is written once, when training ends.
+    checkpointer : Checkpointer, optional
+        Where each epoch's state goes (``epoch-000001.ckpt``, ...; weights, optimiser, epoch,
+        history); the CLI's keeps them in the store. Training resumes from its latest state.
     resume : bool
-        Continue from ``out`` if it exists (its config must match ``config``'s problem).
+        Continue from the latest state if there is one (its policy must match ``config``'s
+        problem and architecture).
     progress : callable, optional
         ``progress(step, total_steps, stats)`` after every update.
 
@@ -138,21 +212,28 @@ def train(config: TrainConfig, out: str | Path, *, resume: bool = True,
     -------
     list of dict
         Per-epoch means of the step statistics (the whole history, resumed epochs included).
+
+    Raises
+    ------
+    ValueError
+        If neither ``out`` nor ``checkpointer`` is given, or the state to resume was trained for
+        another problem or architecture.
     """
-    out = Path(out)
+    if out is None and checkpointer is None:
+        raise ValueError("out: give a model path or a checkpointer (or both)")
+    store = checkpointer if checkpointer is not None else _FileCheckpointer(Path(out))  # type: ignore[arg-type]
     torch.manual_seed(config.seed)
     policy = RoutingPolicy(config.policy)
     optimizer = torch.optim.Adam(policy.parameters(), lr=config.lr, weight_decay=config.weight_decay)
     history: list[dict[str, float]] = []
     start = 0
-    if resume and out.is_file():
-        loaded = load_policy(out, config.problem)
-        if loaded.config != config.policy:
-            raise ValueError(f"out: {str(out)!r} holds a policy of another architecture; use a new path")
-        blob = torch.load(out, map_location="cpu", weights_only=True)
+    data = store.latest() if resume else None
+    if data is not None:
+        blob = _resumed_state(data, config)
         policy.load_state_dict(blob["state_dict"])
         optimizer.load_state_dict(blob["optimizer"])
         history, start = list(blob["history"]), int(blob["epoch"])
+    train_config = {k: v for k, v in asdict(config).items() if k != "policy"}
     total = config.epochs * config.steps_per_epoch
     for epoch in range(start, config.epochs):
         rng = np.random.default_rng([config.seed, epoch])
@@ -163,6 +244,11 @@ def train(config: TrainConfig, out: str | Path, *, resume: bool = True,
             if progress is not None:
                 progress(epoch * config.steps_per_epoch + step + 1, total, stats[-1])
         history.append({k: float(np.nanmean([s[k] for s in stats])) for k in stats[0]})
-        save_policy(policy, out, optimizer=optimizer.state_dict(), epoch=epoch + 1, history=history,
-                    train_config={k: v for k, v in asdict(config).items() if k != "policy"})
+        store.save(f"epoch-{epoch + 1:06d}.ckpt", _to_bytes(
+            {"config": asdict(policy.config), "state_dict": policy.state_dict(),
+             "optimizer": optimizer.state_dict(), "epoch": epoch + 1, "history": history,
+             "train_config": train_config}))
+    if checkpointer is not None and out is not None:
+        # The model users evaluate: weights and config, no optimiser state.
+        save_policy(policy, out, epoch=len(history), history=history, train_config=train_config)
     return history

@@ -34,12 +34,12 @@ from __future__ import annotations
 import io
 from collections.abc import Callable, Sequence
 from dataclasses import asdict, dataclass
-from pathlib import Path
 from typing import Any, Protocol
 
 import numpy as np
 import torch
 
+from optiforge.heuristics.checkpoints import Checkpointer
 from optiforge.heuristics.scheduling.instances import EXPERT_GAMMAS, TEST_GAMMAS, train_instances
 from optiforge.heuristics.scheduling.policy import DeftConfig, DeftPolicy
 from optiforge.heuristics.scheduling.simulator import PENALTIES, simulate
@@ -56,31 +56,6 @@ class SerialMap:
 
     def map(self, fn: Callable[[Any], Any], items: Sequence[Any]) -> list[Any]:
         return [fn(x) for x in items]
-
-
-class Checkpointer(Protocol):
-    """Keeps training states: ``save`` one per generation, ``latest`` the newest (or None)."""
-
-    def save(self, name: str, data: bytes) -> None: ...
-
-    def latest(self) -> bytes | None: ...
-
-
-class DirectoryCheckpointer:
-    """Checkpoints as files in a folder (the CLI keeps them in the store instead)."""
-
-    def __init__(self, path: str | Path) -> None:
-        self.path = Path(path)
-        self.path.mkdir(parents=True, exist_ok=True)
-
-    def save(self, name: str, data: bytes) -> None:
-        tmp = self.path / (name + ".tmp")
-        tmp.write_bytes(data)
-        tmp.replace(self.path / name)
-
-    def latest(self) -> bytes | None:
-        files = sorted(self.path.glob("*.ckpt"))
-        return files[-1].read_bytes() if files else None
 
 
 @dataclass(frozen=True)

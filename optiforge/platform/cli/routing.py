@@ -6,12 +6,14 @@
     optiforge routing evaluate --data hard50.npz --method greedy-c --method lmask-greedy-c --method pyvrp
     optiforge routing evaluate --problem tspdl --hardness hard --n 20 --method cpsat --method program:mine.py
     optiforge routing train --problem tsptw --hardness hard --n 20 --epochs 10 --out model.pt
+    optiforge routing train --resume 3f2a9c1b0d4e --epochs 20 --out model.pt      # continue (or extend) a run
     optiforge routing evaluate --problem tsptw --n 20 --method lmask:model.pt --method pip:model.pt --method pyvrp
 
 The table has PIP's columns: Sol.Inf % (infeasible solutions), Inst.Inf % (instances with no
 feasible solution), Obj (mean best feasible length), Gap % (vs ``--reference``), Time (s).
 ``program:FILE`` runs a ``score_nodes`` function from FILE **in this process** (it is your code;
-LLM output belongs in a sandboxed campaign).
+LLM output belongs in a sandboxed campaign). Training checkpoints are artifacts of a campaign
+in the store (``--resume`` takes its id); ``--out`` is the trained model.
 """
 
 from __future__ import annotations
@@ -78,55 +80,135 @@ def generate_cmd(
     print(f"wrote {ins.size} {problem} ({hardness}) instances, n = {ins.n}, to {out}")
 
 
+TRAIN_AGENT = "lmask-reinforce"
+"""The ``agent`` of a routing training campaign (how ``--resume`` recognises one)."""
+
+TRAIN_DEFAULTS: dict[str, Any] = {
+    "hardness": "hard", "n": 20, "epochs": 10, "steps": 20, "batch_size": 16, "samples": None, "budget": 50,
+    "lr": 1e-4, "embed_dim": 128, "layers": 6, "heads": 8, "ff_dim": 512, "rie": True, "seed": 0,
+}
+"""Training options of a new run (``None`` on the command line means: this default, or on
+``--resume`` the campaign's value)."""
+
+
+def _train_options(given: dict[str, Any], resume: str | None, store: Any) -> dict[str, Any]:
+    """The run's options: ``given`` over the defaults, or on resume the campaign's.
+
+    A resumed run keeps everything it was started with except ``epochs`` (a larger count
+    trains on; without it, the count its newest checkpoint aimed for); any other option given
+    that differs is an error, not silently ignored.
+    """
+    if resume is None:
+        if given["problem"] is None:
+            raise ValueError("problem: give --problem (tsptw | tspdl), or --resume ID")
+        return {**TRAIN_DEFAULTS, **{k: v for k, v in given.items() if v is not None}}
+    campaign = store.get_campaign(resume)
+    if campaign.agent != TRAIN_AGENT:
+        raise ValueError(f"resume: campaign {resume} is not a routing training run (agent {campaign.agent})")
+    stored = campaign.config
+    for key, value in given.items():
+        if key != "epochs" and value is not None and value != stored[key]:
+            flag = "--no-rie" if key == "rie" else f"--{key.replace('_', '-')} {value!r}"
+            raise ValueError(f"resume: campaign {resume} trains {key} = {stored[key]!r}; "
+                             f"{flag} differs (start a new run instead)")
+    epochs = given["epochs"]
+    if epochs is None:
+        # A run extended by an earlier --resume --epochs and stopped again aims where its
+        # newest checkpoint aimed, not at the count the campaign was created with.
+        from optiforge.heuristics.routing.train import read_state
+        from optiforge.platform.store.checkpoints import StoreCheckpointer
+
+        data = StoreCheckpointer(store, resume).latest()
+        epochs = stored["epochs"] if data is None else int(read_state(data)["train_config"]["epochs"])
+    return {**stored, "epochs": epochs}
+
+
 @routing_app.command("train")
 @user_errors
 def train_cmd(
-    problem: str = typer.Option(..., help="tsptw | tspdl"),
-    hardness: str = typer.Option("hard", help="Generator level of the training instances."),
-    n: int = typer.Option(20, "--n", help="Nodes per instance, the depot included."),
-    epochs: int = typer.Option(10, help="Epochs (a checkpoint after each)."),
-    steps: int = typer.Option(20, help="Updates per epoch."),
-    batch_size: int = typer.Option(16, "--batch-size", help="Fresh instances per update."),
+    problem: str = typer.Option(None, help="tsptw | tspdl (required unless --resume)."),
+    hardness: str = typer.Option(None, help="Generator level of the training instances (default hard)."),
+    n: int = typer.Option(None, "--n", help="Nodes per instance, the depot included (default 20)."),
+    epochs: int = typer.Option(None, help="Epochs, a checkpoint after each (default 10); on --resume, "
+                                          "a larger count trains on."),
+    steps: int = typer.Option(None, help="Updates per epoch (default 20)."),
+    batch_size: int = typer.Option(None, "--batch-size", help="Fresh instances per update (default 16)."),
     samples: int = typer.Option(None, help="Rollouts per instance for the shared baseline (default min(n-1, 16))."),
-    budget: int = typer.Option(50, help="Backtracking budget R during training (then the relaxation)."),
-    lr: float = typer.Option(1e-4, help="Adam's learning rate."),
-    embed_dim: int = typer.Option(128, "--embed-dim"),
-    layers: int = typer.Option(6),
-    heads: int = typer.Option(8),
-    ff_dim: int = typer.Option(512, "--ff-dim"),
+    budget: int = typer.Option(None, help="Backtracking budget R during training, then the relaxation "
+                                          "(default 50)."),
+    lr: float = typer.Option(None, help="Adam's learning rate (default 1e-4)."),
+    embed_dim: int = typer.Option(None, "--embed-dim", help="Encoder width (default 128)."),
+    layers: int = typer.Option(None, help="Encoder layers (default 6)."),
+    heads: int = typer.Option(None, help="Attention heads, dividing --embed-dim (default 8)."),
+    ff_dim: int = typer.Option(None, "--ff-dim", help="Feed-forward width (default 512)."),
     no_rie: bool = typer.Option(False, "--no-rie", help="Ablation: drop the refinement-intensity embedding."),
-    seed: int = typer.Option(0),
-    out: Path = typer.Option(..., help="Checkpoint file (resumed if it exists)."),
+    seed: int = typer.Option(None, help="Seed of the initial weights and the training instances (default 0)."),
+    out: Path = typer.Option(..., help="Where to write the trained model (for `evaluate -m lmask:FILE`)."),
+    resume: str = typer.Option(None, help="Continue the training campaign with this id."),
 ) -> None:
-    """Train LMask's policy (REINFORCE, shared baseline, penalised reward); resumable."""
-    from optiforge.heuristics.routing.policy import PolicyConfig
-    from optiforge.heuristics.routing.train import TrainConfig, train
+    """Train LMask's policy (REINFORCE, shared baseline, penalised reward).
 
-    validation.real(lr, "lr", minimum=1e-12)
-    validation.integer(budget, "budget", minimum=0)
-    policy = PolicyConfig(problem, validation.integer(embed_dim, "embed_dim", minimum=1),
-                          validation.integer(layers, "layers", minimum=1),
-                          validation.integer(heads, "heads", minimum=1),
-                          validation.integer(ff_dim, "ff_dim", minimum=1), rie=not no_rie)
-    if embed_dim % heads:
-        raise ValueError(f"heads: must divide embed_dim ({embed_dim}), got {heads}")
-    config = TrainConfig(problem=problem, hardness=hardness, n=n, epochs=epochs, steps_per_epoch=steps,
-                         batch_size=batch_size, samples=samples, lr=lr, budget=budget, seed=seed,
-                         policy=policy)
+    Every epoch's checkpoint is an artifact of a campaign in the store; --resume ID continues
+    campaign ID from its newest checkpoint.
+    """
+    from optiforge.heuristics.routing.train import train
+    from optiforge.platform.store import Store
+    from optiforge.platform.store.checkpoints import StoreCheckpointer
+
+    given = {"problem": problem, "hardness": hardness, "n": n, "epochs": epochs, "steps": steps,
+             "batch_size": batch_size, "samples": samples, "budget": budget, "lr": lr, "embed_dim": embed_dim,
+             "layers": layers, "heads": heads, "ff_dim": ff_dim, "rie": False if no_rie else None, "seed": seed}
+    if resume is None:  # check everything before the store is opened
+        opts = _train_options(given, None, None)
+        config = _train_config(opts)
+    store = Store()
+    if resume is None:
+        resume = store.create_campaign(task=config.problem, agent=TRAIN_AGENT, llm="none", budget=config.epochs,
+                                       seed=config.seed, executor="local", config=opts,
+                                       name=f"routing train {config.problem} n={config.n}")
+    else:
+        config = _train_config(_train_options(given, resume, store))
     out.parent.mkdir(parents=True, exist_ok=True)
+    err = Console(stderr=True)
+    err.print(f"training campaign {resume} ({config.problem}, n = {config.n}); resume with --resume {resume}")
     columns = (TextColumn("[bold]training"), BarColumn(), MofNCompleteColumn(), TimeElapsedColumn(),
                TextColumn("{task.fields[stats]}"))
-    with Progress(*columns, console=Console(stderr=True)) as bar:
-        handle = bar.add_task("train", total=epochs * steps, stats="")
+    store.set_campaign_status(resume, "running")
+    try:
+        with Progress(*columns, console=err) as bar:
+            handle = bar.add_task("train", total=config.epochs * config.steps_per_epoch, stats="")
 
-        def show(step: int, total: int, stats: dict[str, float]) -> None:
-            bar.update(handle, completed=step, stats=f"reward {stats['reward']:.3f} "
-                                                     f"feasible {stats['feasible_pct']:.0f}%")
+            def show(step: int, total: int, stats: dict[str, float]) -> None:
+                bar.update(handle, completed=step, stats=f"reward {stats['reward']:.3f} "
+                                                         f"feasible {stats['feasible_pct']:.0f}%")
 
-        history = train(config, out, progress=show)
+            history = train(config, out, checkpointer=StoreCheckpointer(store, resume), progress=show)
+    except KeyboardInterrupt:
+        store.set_campaign_status(resume, "interrupted")
+        raise
+    store.set_campaign_status(resume, "finished")
     last = history[-1]
-    print(f"wrote {out}: {len(history)} epochs; last epoch reward {last['reward']:.4f}, "
+    print(f"wrote {out}: {len(history)} epochs (campaign {resume}); last epoch reward {last['reward']:.4f}, "
           f"feasible {last['feasible_pct']:.1f}%")
+
+
+def _train_config(opts: dict[str, Any]) -> Any:
+    """Validate the options of a run (see :data:`TRAIN_DEFAULTS`) and build its ``TrainConfig``."""
+    from optiforge.heuristics.routing.policy import PolicyConfig
+    from optiforge.heuristics.routing.train import TrainConfig
+
+    validation.real(opts["lr"], "lr", minimum=1e-12)
+    validation.integer(opts["budget"], "budget", minimum=0)
+    validation.integer(opts["epochs"], "epochs", minimum=1)
+    embed_dim = validation.integer(opts["embed_dim"], "embed_dim", minimum=1)
+    heads = validation.integer(opts["heads"], "heads", minimum=1)
+    if embed_dim % heads:
+        raise ValueError(f"heads: must divide embed_dim ({embed_dim}), got {heads}")
+    policy = PolicyConfig(opts["problem"], embed_dim, validation.integer(opts["layers"], "layers", minimum=1),
+                          heads, validation.integer(opts["ff_dim"], "ff_dim", minimum=1), rie=opts["rie"])
+    return TrainConfig(problem=opts["problem"], hardness=opts["hardness"], n=opts["n"], epochs=opts["epochs"],
+                       steps_per_epoch=opts["steps"], batch_size=opts["batch_size"], samples=opts["samples"],
+                       lr=opts["lr"], budget=opts["budget"], seed=opts["seed"], policy=policy)
 
 
 @routing_app.command("evaluate")

@@ -158,20 +158,6 @@ def evaluate(
     out.print(table)
 
 
-class StoreCheckpointer:
-    """Training checkpoints as artifacts (kind ``checkpoint``) of a campaign in the store."""
-
-    def __init__(self, store: Any, campaign_id: str) -> None:
-        self.store, self.campaign_id = store, campaign_id
-
-    def save(self, name: str, data: bytes) -> None:
-        self.store.add_artifact(self.campaign_id, "checkpoint", name, data)
-
-    def latest(self) -> bytes | None:
-        kept = sorted(self.store.artifacts(self.campaign_id, "checkpoint"), key=lambda a: a.name)
-        return kept[-1].path.read_bytes() if kept else None
-
-
 @scheduling_app.command("train")
 @user_errors
 def train(
@@ -192,6 +178,7 @@ def train(
     from optiforge.heuristics.scheduling.train import ESConfig, train_deft
     from optiforge.platform.executors import EXECUTORS, make_executor
     from optiforge.platform.store import Store
+    from optiforge.platform.store.checkpoints import StoreCheckpointer
 
     validation.choice(executor, "executor", EXECUTORS)
     validation.integer(workers, "workers", minimum=1, maximum=1024)

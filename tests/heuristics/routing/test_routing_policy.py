@@ -6,6 +6,7 @@ import numpy as np
 import pytest
 import torch
 
+from optiforge.heuristics.checkpoints import DirectoryCheckpointer
 from optiforge.heuristics.routing import lazymask as lm
 from optiforge.heuristics.routing.instances import generate
 from optiforge.heuristics.routing.policy import (
@@ -101,6 +102,40 @@ def test_training_checkpoints_every_epoch_and_resumes(tmp_path) -> None:
     assert resumed[:2] == history and len(resumed) == 3  # only the new epoch ran
     with pytest.raises(ValueError, match="another architecture"):
         train(TrainConfig(**{**cfg.__dict__, "policy": PolicyConfig(embed_dim=8, layers=1, heads=2)}), out)
+
+
+class _Recording(DirectoryCheckpointer):
+    """A folder checkpointer that also remembers the names this run saved."""
+
+    def __init__(self, path) -> None:
+        super().__init__(path)
+        self.saved: list[str] = []
+
+    def save(self, name: str, data: bytes) -> None:
+        self.saved.append(name)
+        super().save(name, data)
+
+
+def test_training_with_a_checkpointer_resumes_from_its_latest_state(tmp_path) -> None:
+    out = tmp_path / "model.pt"
+    cfg = TrainConfig(problem="tsptw", hardness="hard", n=8, epochs=2, steps_per_epoch=1, batch_size=2,
+                      samples=2, seed=1, policy=TINY)
+    ck = _Recording(tmp_path / "ckpt")
+    history = train(cfg, out, checkpointer=ck)
+    assert ck.saved == ["epoch-000001.ckpt", "epoch-000002.ckpt"] and len(history) == 2
+    model = torch.load(out, weights_only=True)  # the final model: no optimiser state
+    assert model["epoch"] == 2 and "optimizer" not in model and load_policy(out, "tsptw").config == TINY
+    ck = _Recording(tmp_path / "ckpt")
+    resumed = train(TrainConfig(**{**cfg.__dict__, "epochs": 3}), checkpointer=ck)
+    assert ck.saved == ["epoch-000003.ckpt"] and resumed[:2] == history and len(resumed) == 3
+    with pytest.raises(ValueError, match="trained for tsptw, not tspdl"):
+        train(TrainConfig(**{**cfg.__dict__, "problem": "tspdl"}), checkpointer=ck)
+    (tmp_path / "junk").mkdir()
+    (tmp_path / "junk" / "epoch-000001.ckpt").write_bytes(b"junk")
+    with pytest.raises(ValueError, match="not a routing training state"):
+        train(cfg, checkpointer=DirectoryCheckpointer(tmp_path / "junk"))
+    with pytest.raises(ValueError, match="out"):
+        train(cfg)
 
 
 def test_checkpoints_are_checked_on_load(tmp_path) -> None:

@@ -1,9 +1,9 @@
 import numpy as np
 import pytest
 
+from optiforge.heuristics.checkpoints import DirectoryCheckpointer
 from optiforge.heuristics.scheduling.policy import DeftConfig
 from optiforge.heuristics.scheduling.train import (
-    DirectoryCheckpointer,
     ESConfig,
     SerialMap,
     TrainState,

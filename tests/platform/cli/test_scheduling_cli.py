@@ -81,6 +81,23 @@ def test_bad_input_is_one_line_and_exit_2(home, args, word):
     assert len(lines) == 1 and lines[0].startswith("error: ") and word in lines[0], r.stderr
 
 
+def test_resume_of_an_unknown_or_foreign_campaign_is_one_line_and_exit_2(home, tmp_path):
+    from typer.testing import CliRunner
+
+    from optiforge.platform.cli.main import app
+    from optiforge.platform.cli.routing import TRAIN_AGENT, TRAIN_DEFAULTS
+    from optiforge.platform.store import Store
+
+    routing = Store().create_campaign(task="tsptw", agent=TRAIN_AGENT, llm="none", budget=1, seed=0,
+                                      executor="local", config={**TRAIN_DEFAULTS, "problem": "tsptw"})
+    for cid, word in (("0123456789ab", "0123456789ab"), (routing, "not a scheduling training run")):
+        r = CliRunner().invoke(app, ["scheduling", "train", "--resume", cid, "--out", str(tmp_path / "g.pt")])
+        assert r.exit_code == 2, (r.stdout, r.stderr)
+        lines = r.stderr.strip().splitlines()
+        assert len(lines) == 1 and lines[0].startswith("error: ") and word in lines[0], r.stderr
+    assert not (tmp_path / "g.pt").exists()
+
+
 @pytest.mark.slow
 def test_an_evolution_campaign_on_workflow_runs_end_to_end(home, tmp_path):
     replay = tmp_path / "r.jsonl"
