@@ -141,7 +141,12 @@ class ArtifactsMixin(StoreBase):
         copied = False
         if src is None or src != dest.resolve():
             if dest.exists() or dest.is_symlink():
-                raise ConflictError(f"name: {dest} already exists")
+                if self._recorded(dest):
+                    raise ConflictError(f"name: {dest} already exists")
+                # No row records it: a process killed between the rename below and the
+                # commit left it. It holds nothing the store knows of, so this add replaces it
+                # (otherwise a resumed run could never save that checkpoint name again).
+                (shutil.rmtree if dest.is_dir() and not dest.is_symlink() else os.unlink)(dest)
             # Write next to the destination, then rename: a crash never leaves half a file
             # under the final name.
             tmp = Path(tempfile.mkdtemp(prefix=f".{name}.", dir=directory)) / name
@@ -174,6 +179,10 @@ class ArtifactsMixin(StoreBase):
                 f"name: campaign {campaign_id} already has a {kind!r} artifact named {name!r}"
             ) from exc
         return _artifact(row)
+
+    def _recorded(self, path: Path) -> bool:
+        with self._read() as s:
+            return s.scalar(select(ArtifactRow.id).where(ArtifactRow.path == str(path)).limit(1)) is not None
 
     def artifacts(self, campaign_id: str, kind: str | None = None) -> list[Artifact]:
         """The campaign's artifacts, oldest first (so ``[-1]`` is the newest)."""

@@ -75,3 +75,18 @@ def test_artifact_conflicts_and_bad_input(store: Store, tmp_path) -> None:
     with pytest.raises(NotFoundError, match="campaign_id"):
         store.add_artifact("000000000000", "export", "y", b"1")
     assert [a.name for a in store.artifacts(cid)] == ["x.txt"]
+
+
+def test_a_file_left_by_a_kill_before_the_commit_does_not_block_the_name(store: Store) -> None:
+    # A process killed between renaming the content into place and committing its row leaves
+    # a file no row records; the resumed run must still be able to save that name.
+    cid = make_campaign(store)
+    (store.artifact_dir(cid) / "epoch-000001.ckpt").write_bytes(b"half of an old run")
+    (store.artifact_dir(cid) / "adapter-1").mkdir()
+    (store.artifact_dir(cid) / "adapter-1" / "w.bin").write_bytes(b"old")
+    a = store.add_artifact(cid, "checkpoint", "epoch-000001.ckpt", b"new")
+    b = store.add_artifact(cid, "adapter", "adapter-1", b"folder replaced by a file")
+    assert (store.artifact_dir(cid) / "epoch-000001.ckpt").read_bytes() == b"new"
+    assert a.sha256 == hashlib.sha256(b"new").hexdigest() and b.name == "adapter-1"
+    with pytest.raises(ConflictError, match="name"):  # once recorded, the name is taken
+        store.add_artifact(cid, "checkpoint", "epoch-000001.ckpt", b"newer")
