@@ -22,17 +22,10 @@ from optiforge.platform.store import Campaign, Store
 EXECUTORS = ("local", "ray")
 RL_MODES = ("auto", "none", "grpo")
 # The bundled model through transformers, NF4: the policy that samples is the policy GRPO trains.
-# `llamacpp:smollm2` is faster at G >= 4 but samples a Q4_1 model whose log-probs differ from
+# `llamacpp:smollm2` measured faster at G = 4 (under load only) but samples a Q4_1 model whose log-probs differ from
 # its NF4 training twin by 0.69 nats per token on average (docs/benchmarks/llm.md), so GRPO's
 # ratios would be off-policy; and it needs llama-cpp-python, which compiles from source. Opt in.
 DEFAULT_LLM = "smollm2"
-
-
-def default_llm() -> str:
-    """The LLM spec program campaigns use when none is given."""
-    return DEFAULT_LLM
-
-
 CAMPAIGN_OWNER = "local"
 MAX_WORKERS = 256  # sandbox processes on one machine, each a Python interpreter: a typo's ceiling
 
@@ -157,7 +150,7 @@ def create_campaign(
 
         get_task(task)  # ValueError naming `task`
         cfg["agent_options"] = validate_options(agent, options)
-        llm = default_llm() if llm is None else llm
+        llm = DEFAULT_LLM if llm is None else llm
         check.integer(cfg.setdefault("rl_every", 2), "rl_every", minimum=1)
     else:
         from optiforge.blackbox import get_blackbox_task

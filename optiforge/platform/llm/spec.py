@@ -34,6 +34,7 @@ SPEC_FORMS = (
 )
 _HF_OPTIONS = ("quantization", "adapter", "device", "dtype", "max_batch_size")
 _LLAMACPP_OPTIONS = ("n_ctx", "max_batch_size", "n_threads", "adapter", "train_model", "train_quantization")
+_SPEC_OPTIONS = {"hf": _HF_OPTIONS, "llamacpp": _LLAMACPP_OPTIONS}  # checked when a spec is parsed
 _OPENAI_OPTIONS = ("api_key", "timeout", "max_retries", "backoff", "max_concurrency", "check_model", "deadline")
 _CACHED_KINDS = ("hf", "vllm", "llamacpp")  # heavy to load: one instance per (spec, overrides) per process
 
@@ -100,19 +101,15 @@ def parse_spec(spec: str) -> LLMSpec:
         options = {k: _coerce(v) for k, v in parse_qsl(query, keep_blank_values=False, strict_parsing=bool(query))}
     except ValueError:
         raise _bad(spec, f"malformed options {query!r}") from None
-    if kind == "hf":
-        unknown = sorted(set(options) - set(_HF_OPTIONS))
+    accepted = _SPEC_OPTIONS.get(kind)
+    if accepted is not None:
+        unknown = sorted(set(options) - set(accepted))
         if unknown:
-            raise _bad(spec, f"unknown option(s) {unknown}; hf accepts {list(_HF_OPTIONS)}")
-    if kind == "llamacpp":
-        unknown = sorted(set(options) - set(_LLAMACPP_OPTIONS))
-        if unknown:
-            raise _bad(spec, f"unknown option(s) {unknown}; llamacpp accepts {list(_LLAMACPP_OPTIONS)}")
-        for key in ("adapter", "train_model", "train_quantization"):
-            if key in options:
-                options[key] = str(options[key])
-    if "adapter" in options:
-        options["adapter"] = str(options["adapter"])
+            raise _bad(spec, f"unknown option(s) {unknown}; {kind} accepts {list(accepted)}")
+    # Paths and names stay text even when they look like numbers (a folder called "7").
+    for key in ("adapter", *(("train_model", "train_quantization") if kind == "llamacpp" else ())):
+        if key in options:
+            options[key] = str(options[key])
     return LLMSpec(kind, target, options)
 
 

@@ -13,7 +13,7 @@ import pytest
 
 from optiforge.blackbox import get_blackbox_task
 from optiforge.platform.campaigns import campaign_summary
-from optiforge.platform.campaigns.runner import default_llm
+from optiforge.platform.campaigns.runner import DEFAULT_LLM
 from optiforge.platform.store import Store
 
 CLI = [sys.executable, "-m", "optiforge.platform.cli"]
@@ -252,7 +252,7 @@ def test_make_run_command_line(home):
     cid = _only_campaign(Store())
     shown = _summary(cid)
     assert shown["status"] == "finished" and shown["generated"] == 4
-    assert shown["llm"] == default_llm() and shown["config"]["rl"] == "grpo"
+    assert shown["llm"] == DEFAULT_LLM and shown["config"]["rl"] == "grpo"
     assert shown["best"] and shown["best"][0]["test_score"] is not None
     text = " ".join(r.stdout.split())  # rich wraps the report at the terminal's width
     assert f"campaign id: {cid}" in text and "gap vs baseline" in text
