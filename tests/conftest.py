@@ -131,6 +131,13 @@ def _private_default_home(tmp_path_factory: pytest.TempPathFactory) -> Iterator[
         os.environ["OPTIFORGE_HOME"] = old
 
 
+def _fail_if_default_dtype_changed(message: str) -> None:
+    torch = sys.modules.get("torch")
+    if torch is not None and torch.get_default_dtype() != torch.float32:
+        torch.set_default_dtype(torch.float32)  # so one culprit fails, not every later test
+        pytest.fail(message)
+
+
 @pytest.fixture(autouse=True)
 def _torch_default_dtype_untouched() -> Iterator[None]:
     """Fail, by name, a test that leaves torch's process-wide default dtype changed.
@@ -138,13 +145,7 @@ def _torch_default_dtype_untouched() -> Iterator[None]:
     A module that once set float64 at import silently turned 39 unrelated float32 tests red
     (kernels, distributed training). Checked before (a change at collection time) and after.
     """
-    torch = sys.modules.get("torch")
-    if torch is not None and torch.get_default_dtype() != torch.float32:
-        torch.set_default_dtype(torch.float32)
-        pytest.fail("torch's default dtype was changed at import time by a test module; "
-                    "set it in a fixture that restores it")
+    _fail_if_default_dtype_changed("torch's default dtype was changed at import time by a test "
+                                   "module; set it in a fixture that restores it")
     yield
-    torch = sys.modules.get("torch")
-    if torch is not None and torch.get_default_dtype() != torch.float32:
-        torch.set_default_dtype(torch.float32)
-        pytest.fail("this test left torch's default dtype changed; restore it in a fixture")
+    _fail_if_default_dtype_changed("this test left torch's default dtype changed; restore it in a fixture")
