@@ -19,7 +19,9 @@ Ray worker actor for ``ray``).
 
 from __future__ import annotations
 
+import logging
 import multiprocessing
+import os
 import sys
 from collections.abc import Callable, Sequence
 from concurrent.futures import ProcessPoolExecutor
@@ -120,11 +122,33 @@ class _SandboxActor:
         self.sandbox.close()
 
 
-def _import_ray() -> Any:
-    require("ray", "the 'ray' executor")
+def start_ray(purpose: str, *, num_cpus: int | None = None,
+              address: str | None = None) -> tuple[Any, bool]:
+    """Import Ray and start it unless it is running; returns ``(ray, started_here)``.
+
+    The caller that started Ray shuts it down. Ray's own logger follows this process's (the CLI
+    lets libraries log errors only), and workers' output stays off the driver's terminal.
+
+    Parameters
+    ----------
+    purpose : str
+        What needs Ray, for the missing-extra message (e.g. ``"the 'ray' executor"``).
+    num_cpus : int, optional
+        CPUs of a local Ray (default: all); ignored with ``address``.
+    address : str, optional
+        An existing cluster to join.
+    """
+    require("ray", purpose)
     import ray
 
-    return ray
+    if ray.is_initialized():
+        return ray, False
+    quiet = {"log_to_driver": False, "logging_level": logging.getLogger().getEffectiveLevel()}
+    if address is None:
+        ray.init(num_cpus=num_cpus or os.cpu_count() or 1, include_dashboard=False, **quiet)
+    else:
+        ray.init(address=address, **quiet)
+    return ray, True
 
 
 class RayExecutor:
@@ -152,13 +176,8 @@ class RayExecutor:
         limits = SandboxLimits() if limits is None else limits
         if not isinstance(limits, SandboxLimits):
             raise TypeError(f"limits: expected SandboxLimits, got {type(limits).__name__}")
-        ray = self._ray = _import_ray()
-        self._owns_ray = not ray.is_initialized()
-        if self._owns_ray:
-            if address is None:
-                ray.init(num_cpus=workers, include_dashboard=False, log_to_driver=False)
-            else:
-                ray.init(address=address, log_to_driver=False)
+        ray, self._owns_ray = start_ray("the 'ray' executor", num_cpus=workers, address=address)
+        self._ray = ray
         import_path = [p for p in sys.path if p]
         actor_cls = ray.remote(num_cpus=1)(_SandboxActor)
         self._actors = [actor_cls.remote(limits.to_dict(), import_path) for _ in range(workers)]

@@ -20,24 +20,15 @@ Communication:
 
 from __future__ import annotations
 
-import logging
-import os
 import uuid
 from typing import Any
 
 import numpy as np
 import torch
 
-from optiforge.extras import require
 from optiforge.optim.distributed import Agent, FederatedMethod, FlatModel, client_work, sgd_steps
 from optiforge.optim.distributed.model import agent_seeds
-
-
-def _import_ray() -> Any:
-    require("ray", "the 'ray' engine")
-    import ray
-
-    return ray
+from optiforge.platform.executors import start_ray
 
 
 class _AgentActor:
@@ -121,15 +112,7 @@ class RayEngine:
 
     def __init__(self, address: str | None = None, num_cpus: int | None = None,
                  collective: bool = True) -> None:
-        ray = self._ray = _import_ray()
-        self._owns_ray = not ray.is_initialized()
-        if self._owns_ray:
-            # Ray's own logger follows the process's (the CLI lets libraries log errors only).
-            quiet = {"log_to_driver": False, "logging_level": logging.getLogger().getEffectiveLevel()}
-            if address is None:
-                ray.init(num_cpus=num_cpus or os.cpu_count() or 1, include_dashboard=False, **quiet)
-            else:
-                ray.init(address=address, **quiet)
+        self._ray, self._owns_ray = start_ray("the 'ray' engine", num_cpus=num_cpus, address=address)
         self.collective = bool(collective)
         self._actors: list[Any] = []
         self._group: str | None = None
