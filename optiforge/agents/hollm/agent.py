@@ -212,6 +212,9 @@ class HOLLMAgent:
         self._keys: set[bytes] = set()
         self.stats: dict[str, Any] = {}
         self.last_iteration: dict[str, Any] = {}
+        # Survives between asks: the GP's hyperparameters, refitted on a schedule of the
+        # number of observations (a cache: a rebuilt agent refits the same values).
+        self._memory: dict[str, Any] = {}
 
     # ------------------------------------------------------------------ observations
     def _key(self, u: np.ndarray) -> bytes:
@@ -322,18 +325,19 @@ class HOLLMAgent:
         chosen = sample_regions(scores["prob"], cfg.m, rng)
         picked = [regions[i] for i in chosen]
         k = max(cfg.k, math.ceil(b / len(picked)))
-        ctx = ProposalContext(self.space.names, X, y, rng, self.stats)
+        ctx = ProposalContext(self.space.names, X, y, rng, self.stats, memory=self._memory)
         proposals = self.proposer.propose(picked, k, ctx)
 
         cands: list[Candidate] = []
-        for group in proposals:
-            for c in group:
-                key = self._key(c.u)
-                if key in taken:
-                    self.stats["duplicates_dropped"] = self.stats.get("duplicates_dropped", 0) + 1
-                    continue
-                taken.add(key)
-                cands.append(c)
+        flat = [c for group in proposals for c in group]
+        # One vectorised canonical() for all candidates (per-candidate calls were ~5% of an ask).
+        keys = [row.tobytes() for row in self.space.canonical(np.array([c.u for c in flat]))] if flat else []
+        for c, key in zip(flat, keys, strict=True):
+            if key in taken:
+                self.stats["duplicates_dropped"] = self.stats.get("duplicates_dropped", 0) + 1
+                continue
+            taken.add(key)
+            cands.append(c)
         if len(cands) < b:
             # Fill the shortfall from the chosen regions (then anywhere) so the ask is answered.
             need = b - len(cands)
@@ -382,3 +386,4 @@ class HOLLMAgent:
         self._pending = [np.asarray(u, dtype=float) for u in state["pending"]]
         self._keys = {self._key(u) for u in (*self._X, *self._failed, *self._pending)}
         self.stats = dict(state.get("stats", {}))
+        self._memory = {}

@@ -2,10 +2,11 @@
 
 * :class:`LLMPredictor` — the paper's batched LLM surrogate: one prompt with the evaluated
   points and all candidates, answered with one predicted value per candidate.
-* :class:`GPPredictor` — scikit-learn ``GaussianProcessRegressor`` (Matern-5/2 + noise; one
-  length scale unless ``ard=True``, which is ~6x slower to fit in 20-D),
-  posterior mean; fitted on at most ``max_points`` observations (those in the chosen regions,
-  then the best, then the most recent) so an ask stays fast with thousands of trials.
+* :class:`GPPredictor` — posterior mean of the local GP of :mod:`~optiforge.agents.hollm.gp`
+  (Matern-5/2 + noise; one length scale unless ``ard=True``, which is ~6x slower to fit in
+  20-D; hyperparameters refitted every 10% growth of the observations), conditioned on at
+  most ``max_points`` observations (those in the chosen regions, then the best, then the most
+  recent) so an ask stays fast with thousands of trials.
 * :class:`ForestPredictor` — scikit-learn ``ExtraTreesRegressor`` mean prediction.
 * :class:`RandomPredictor` — a random ranking (ablation: no surrogate).
 
@@ -21,13 +22,11 @@ References
 
 from __future__ import annotations
 
-import warnings
 from typing import Any, Protocol
 
 import numpy as np
-from threadpoolctl import threadpool_limits
 
-from optiforge.agents.hollm.gp import cached_gp, training_subset
+from optiforge.agents.hollm.gp import cached_gp, single_threaded, training_subset
 from optiforge.agents.hollm.parsing import parse_values
 from optiforge.agents.hollm.prompts import surrogate_prompt
 from optiforge.agents.hollm.proposers import Candidate, ProposalContext
@@ -50,7 +49,7 @@ class RandomPredictor:
 
 
 class GPPredictor:
-    """Gaussian-process posterior mean (scikit-learn).
+    """Gaussian-process posterior mean (the local GP of :mod:`~optiforge.agents.hollm.gp`).
 
     Parameters
     ----------
@@ -70,9 +69,8 @@ class GPPredictor:
         if ctx.X.shape[0] < 2:
             return ctx.rng.random(len(candidates))
         idx = training_subset(ctx.X, ctx.y, focus, self.max_points)
-        gp = cached_gp(ctx.cache, ctx.X, ctx.y, idx, ard=self.ard, rng=ctx.rng)
-        with warnings.catch_warnings(), threadpool_limits(1):
-            warnings.simplefilter("ignore", RuntimeWarning)
+        gp = cached_gp(ctx.cache, ctx.X, ctx.y, idx, ard=self.ard, memory=ctx.memory)
+        with single_threaded():
             return gp.predict(U)
 
 

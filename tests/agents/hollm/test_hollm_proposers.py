@@ -144,14 +144,15 @@ def test_thompson_gp_fit_is_reused_by_the_gp_predictor(monkeypatch):
     import optiforge.agents.hollm.gp as gp_module
     from optiforge.agents.hollm.predictors import GPPredictor
 
-    calls = []
-    real = gp_module.fit_gp
-    monkeypatch.setattr(gp_module, "fit_gp", lambda *a, **k: calls.append(1) or real(*a, **k))
+    fits, builds = [], []
+    real_fit, real_gp = gp_module.fit_hyperparameters, gp_module.LocalGP
+    monkeypatch.setattr(gp_module, "fit_hyperparameters", lambda *a, **k: fits.append(1) or real_fit(*a, **k))
+    monkeypatch.setattr(gp_module, "LocalGP", lambda *a, **k: builds.append(1) or real_gp(*a, **k))
     ctx = _big_ctx()
     regions = _leaves(ctx)[:3]
     cands = [c for g in ThompsonGPProposer(pool=32).propose(regions, 3, ctx) for c in g]
     GPPredictor().predict(cands, ctx, np.concatenate([r.indices for r in regions]))
-    assert len(calls) == 1
+    assert len(fits) == 1 and len(builds) == 1
 
 
 def test_cma_proposer_moves_along_the_descent_direction():
