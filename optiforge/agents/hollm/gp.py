@@ -132,7 +132,13 @@ def _scaled_distances(A: np.ndarray, B: np.ndarray, length_scale: np.ndarray) ->
 def _matern52(r: np.ndarray) -> np.ndarray:
     """Matern-5/2 correlation of scaled distances ``r`` ([1]_ Eq. 4.17)."""
     s = SQRT5 * r
-    return (1.0 + s + s * s / 3.0) * np.exp(-s)
+    out = np.exp(-s)
+    poly = s * s  # (1 + s + s^2 / 3) in place: these arrays are the bulk of an ask's arithmetic
+    poly *= 1.0 / 3.0
+    poly += s
+    poly += 1.0
+    out *= poly
+    return out
 
 
 def _unpack(theta: np.ndarray, d: int, ard: bool) -> tuple[float, np.ndarray, float]:
