@@ -309,13 +309,13 @@ def hyperparameters(memory: dict[str, Any], X: np.ndarray, y: np.ndarray, *, ard
         One length scale per dimension.
     """
     s = refit_point(len(y))
-    key = ("gp-theta", ard, s)
-    hit = memory.get("gp-theta")
-    if hit is not None and hit[0] == key:
+    slot = f"gp-theta-ard={ard}"  # one slot per kernel: a proposer and predictor may differ
+    hit = memory.get(slot)
+    if hit is not None and hit[0] == s:
         return hit[1]
     rows = training_subset(X[:s], y[:s], None, FIT_POINTS)[:FIT_POINTS]
     theta = fit_hyperparameters(X[rows], y[rows], ard=ard)
-    memory["gp-theta"] = (key, theta)
+    memory[slot] = (s, theta)
     return theta
 
 
