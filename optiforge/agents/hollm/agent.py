@@ -212,9 +212,6 @@ class HOLLMAgent:
         self._keys: set[bytes] = set()
         self.stats: dict[str, Any] = {}
         self.last_iteration: dict[str, Any] = {}
-        # Survives between asks: the GP's hyperparameters, refitted on a schedule of the
-        # number of observations (a cache: a rebuilt agent refits the same values).
-        self._memory: dict[str, Any] = {}
 
     # ------------------------------------------------------------------ observations
     def _key(self, u: np.ndarray) -> bytes:
@@ -325,7 +322,7 @@ class HOLLMAgent:
         chosen = sample_regions(scores["prob"], cfg.m, rng)
         picked = [regions[i] for i in chosen]
         k = max(cfg.k, math.ceil(b / len(picked)))
-        ctx = ProposalContext(self.space.names, X, y, rng, self.stats, memory=self._memory)
+        ctx = ProposalContext(self.space.names, X, y, rng, self.stats)
         proposals = self.proposer.propose(picked, k, ctx)
 
         cands: list[Candidate] = []
@@ -386,4 +383,3 @@ class HOLLMAgent:
         self._pending = [np.asarray(u, dtype=float) for u in state["pending"]]
         self._keys = {self._key(u) for u in (*self._X, *self._failed, *self._pending)}
         self.stats = dict(state.get("stats", {}))
-        self._memory = {}

@@ -5,21 +5,18 @@ noise term and normalised targets [1]_ (the model scikit-learn's ``GaussianProce
 builds from ``ConstantKernel * Matern(nu=2.5) + WhiteKernel`` with ``normalize_y=True``),
 written in numpy so that an ask pays for linear algebra, not for kernel objects.
 
-Cost model of one ask (1,000 observations, 20-D):
+One fit per ask: the proposer that builds the GP leaves it in the proposal context's cache, and
+the predictor reuses it when it would train on the same points. Per ask:
 
-* The **hyperparameters** (amplitude, length scale(s), noise) maximise the log marginal
-  likelihood [1]_ (Eq. 5.8, gradient Eq. 5.9) with L-BFGS-B from a fixed start. They are
-  refitted only when the number of observations ``n`` reaches the next point of a schedule
-  that grows by :data:`REFIT_GROWTH` (10%) per step (:func:`refit_point`), on the first
-  ``refit_point(n)`` observations, and kept in the agent's memory between asks. Between refits
-  the posterior still uses every observation: only the hyperparameters are stale.
-* The **posterior** is conditioned on the ask's training subset (at most 150 points) with a
-  fresh Cholesky factor every ask.
+* the **hyperparameters** (amplitude, length scale(s), noise) maximise the log marginal
+  likelihood [1]_ (Eq. 5.8, gradient Eq. 5.9) with L-BFGS-B from a fixed start, on the first
+  :data:`FIT_POINTS` rows of the ask's training subset (the chosen regions' points first);
+* the **posterior** is conditioned on the whole training subset (at most 150 points) with
+  those hyperparameters.
 
-Deviation from refitting every ask (the previous behaviour): hyperparameters lag the data by
-at most 10% of the observations (the schedule starts at every observation, see
-:func:`refit_point`). Because the schedule and the fit rows depend only on the observations
-in order, a rebuilt agent refits the same hyperparameters and reproduces the asks.
+Refitting the hyperparameters only every 10% growth of the observations, on a fixed subset,
+was tried and lost quality on BBOB f15–f24 (docs/benchmarks/hollm.md, "Speed"): the
+hyperparameters fitted on the chosen regions' points matter, so they are refitted every ask.
 
 References
 ----------
@@ -81,9 +78,6 @@ MAX_ITER = 30
 """L-BFGS iterations of the marginal-likelihood fit (scikit-learn's default, 15,000, usually
 ran ~60; 30 change the hyperparameters little)."""
 
-REFIT_GROWTH = 0.1
-"""The hyperparameters are refitted each time the observations grow by this fraction."""
-
 JITTER = 1e-10
 """Added to the training covariance's diagonal (scikit-learn's default ``alpha``)."""
 
@@ -106,23 +100,6 @@ def single_threaded() -> Any:
     if _THREADPOOLS is None:
         _THREADPOOLS = ThreadpoolController()
     return _THREADPOOLS.limit(limits=1, user_api="blas")
-
-
-def refit_point(n: int) -> int:
-    """The last point ``<= n`` of the refit schedule ``s_0 = 2, s_{j+1} = s_j + ceil(0.1 s_j)``.
-
-    The hyperparameters used with ``n`` observations are those fitted on the first
-    ``refit_point(n)`` of them: every observation up to 10, then every 10% (24 fits
-    between 100 and 1,000 observations instead of one per ask).
-    """
-    if n < 2:
-        raise ValueError(f"n: a GP needs at least 2 observations, got {n}")
-    s = 2
-    while True:
-        nxt = s + math.ceil(REFIT_GROWTH * s)
-        if nxt > n:
-            return s
-        s = nxt
 
 
 def _scaled_distances(A: np.ndarray, B: np.ndarray, length_scale: np.ndarray) -> np.ndarray:
@@ -292,44 +269,19 @@ class LocalGP:
         return out
 
 
-def hyperparameters(memory: dict[str, Any], X: np.ndarray, y: np.ndarray, *, ard: bool) -> np.ndarray:
-    """Log hyperparameters for ``n = len(y)`` observations, refitted only on the schedule.
+def cached_gp(cache: dict[str, Any], X: np.ndarray, y: np.ndarray, idx: np.ndarray, *,
+              ard: bool) -> LocalGP:
+    """The GP on ``X[idx], y[idx]``, fitted once per ``cache`` (one ask) and training set.
 
-    They are fitted on the first ``s = refit_point(n)`` observations (at most
-    :data:`FIT_POINTS` of them, chosen by :func:`training_subset`: all when ``s`` is small,
-    else the best) and kept in ``memory`` under ``s`` until the next schedule point.
-
-    Parameters
-    ----------
-    memory : dict
-        Survives between asks (the agent's); an empty dict refits every call.
-    X, y : ndarray
-        All observations, in the order they were told.
-    ard : bool
-        One length scale per dimension.
-    """
-    s = refit_point(len(y))
-    slot = f"gp-theta-ard={ard}"  # one slot per kernel: a proposer and predictor may differ
-    hit = memory.get(slot)
-    if hit is not None and hit[0] == s:
-        return hit[1]
-    rows = training_subset(X[:s], y[:s], None, FIT_POINTS)[:FIT_POINTS]
-    theta = fit_hyperparameters(X[rows], y[rows], ard=ard)
-    memory[slot] = (s, theta)
-    return theta
-
-
-def cached_gp(cache: dict[str, Any], X: np.ndarray, y: np.ndarray, idx: np.ndarray, *, ard: bool,
-              memory: dict[str, Any] | None = None) -> LocalGP:
-    """The GP on ``X[idx], y[idx]``, built once per ``cache`` (one ask) and training set.
-
-    ``memory`` keeps the hyperparameters between asks (see :func:`hyperparameters`).
+    The hyperparameters are fitted on ``idx[:FIT_POINTS]`` (callers order ``idx`` by relevance),
+    then the posterior is conditioned on all of ``idx``.
     """
     key = ("gp", ard, idx.tobytes(), X.shape[0])
     hit = cache.get("gp")
     if hit is not None and hit[0] == key:
         return hit[1]
-    theta = hyperparameters(memory if memory is not None else {}, X, y, ard=ard)
+    fit = idx[:FIT_POINTS]
+    theta = fit_hyperparameters(X[fit], y[fit], ard=ard)
     with single_threaded():
         gp = LocalGP(X[idx], y[idx], theta, ard)
     cache["gp"] = (key, gp)

@@ -4,8 +4,7 @@
   points and all candidates, answered with one predicted value per candidate.
 * :class:`GPPredictor` — posterior mean of the local GP of :mod:`~optiforge.agents.hollm.gp`
   (Matern-5/2 + noise; one length scale unless ``ard=True``, which is ~6x slower to fit in
-  20-D; hyperparameters refitted every 10% growth of the observations), conditioned on at
-  most ``max_points`` observations (those in the chosen regions, then the best, then the most
+  20-D), conditioned on at most ``max_points`` observations (those in the chosen regions, then the best, then the most
   recent) so an ask stays fast with thousands of trials.
 * :class:`ForestPredictor` — scikit-learn ``ExtraTreesRegressor`` mean prediction.
 * :class:`RandomPredictor` — a random ranking (ablation: no surrogate).
@@ -69,7 +68,7 @@ class GPPredictor:
         if ctx.X.shape[0] < 2:
             return ctx.rng.random(len(candidates))
         idx = training_subset(ctx.X, ctx.y, focus, self.max_points)
-        gp = cached_gp(ctx.cache, ctx.X, ctx.y, idx, ard=self.ard, memory=ctx.memory)
+        gp = cached_gp(ctx.cache, ctx.X, ctx.y, idx, ard=self.ard)
         with single_threaded():
             return gp.predict(U)
 

@@ -64,8 +64,6 @@ class ProposalContext:
     stats: dict[str, Any] = field(default_factory=dict)
     cache: dict[str, Any] = field(default_factory=dict)
     """Per-ask scratch space (a GP fitted by the proposer is reused by the predictor)."""
-    memory: dict[str, Any] = field(default_factory=dict)
-    """Kept between asks by the agent (the GP's hyperparameters, refitted on a schedule)."""
 
     def count(self, key: str, n: int = 1) -> None:
         self.stats[key] = self.stats.get(key, 0) + n
@@ -144,11 +142,9 @@ class ThompsonGPProposer:
     not from TuRBO's success/failure counters, and the bandit picks which leaves to search),
     and half the pool is Gaussian around the leaf's best point (10% of the side lengths) so the
     sampler can refine inside large leaves. TuRBO's coordinate mask (perturb ``min(1, 20/d)``
-    of the coordinates of the centre) is kept for the Sobol half. TuRBO refits the GP's
-    hyperparameters every batch; here they are refitted each time the observations grow by 10%
-    (:func:`~optiforge.agents.hollm.gp.refit_point`), which is what keeps an ask at 1,000
-    observations in 20-D within milliseconds. The Sobol halves of all regions come from one
-    scrambled sequence (an aligned power-of-two block per region).
+    of the coordinates of the centre) is kept for the Sobol half. The Sobol halves of all
+    regions come from one scrambled sequence (an aligned power-of-two block per region), and
+    one triangular solve serves all regions' pools.
 
     Parameters
     ----------
@@ -175,7 +171,7 @@ class ThompsonGPProposer:
         d = regions[0].lo.shape[0]
         focus = np.concatenate([r.indices for r in regions])
         idx = training_subset(ctx.X, ctx.y, focus, self.max_points)
-        gp = cached_gp(ctx.cache, ctx.X, ctx.y, idx, ard=self.ard, memory=ctx.memory)
+        gp = cached_gp(ctx.cache, ctx.X, ctx.y, idx, ard=self.ard)
         pool = self.pool or min(500, max(100, 10 * d))
         # One scrambled engine for all regions (scrambling a 20-D engine costs ~1.5 ms); each
         # region gets its own aligned 2^m block of the sequence, itself a stratified sample.

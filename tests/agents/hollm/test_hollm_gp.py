@@ -1,4 +1,4 @@
-"""The numpy GP against scikit-learn's, and the hyperparameter refit schedule."""
+"""The numpy GP of HOLLM's GP proposer and predictor, checked against scikit-learn's."""
 
 import json
 
@@ -14,13 +14,9 @@ from optiforge.agents.hollm.gp import (
     LocalGP,
     cached_gp,
     fit_hyperparameters,
-    hyperparameters,
     log_marginal_likelihood,
     posterior_samples,
-    refit_point,
 )
-from optiforge.agents.hollm.partition import kd_partition
-from optiforge.agents.hollm.proposers import ProposalContext, ThompsonGPProposer
 
 
 def _data(n=40, d=4, seed=0):
@@ -78,62 +74,28 @@ def test_hyperparameter_fit_matches_scikit_learns_single_start_fit(ard):
     assert np.allclose(fit_hyperparameters(X, y, ard=ard), ref.kernel_.theta, atol=1e-5)
 
 
-def test_refit_schedule_every_point_then_every_ten_percent():
-    points = sorted({refit_point(n) for n in range(2, 1001)})
-    assert points[:9] == list(range(2, 11))
-    gaps = np.diff(points)
-    assert np.all(gaps == np.ceil(0.1 * np.array(points[:-1])))
-    assert all(refit_point(n) <= n < refit_point(n) * 1.1 + 1 for n in range(2, 1001))
-    assert sum(100 <= p <= 1000 for p in points) == 24  # ~log(10) / log(1.1), not one per ask
-    with pytest.raises(ValueError, match="n: a GP needs at least 2"):
-        refit_point(1)
-
-
-def test_hyperparameters_are_reused_until_a_refit_is_due(monkeypatch):
-    calls = []
-    real = gp_module.fit_hyperparameters
-    monkeypatch.setattr(gp_module, "fit_hyperparameters", lambda *a, **k: calls.append(1) or real(*a, **k))
+def test_hyperparameters_come_from_the_first_rows_of_the_training_subset():
+    # Callers order the subset by relevance (the chosen regions' points first): the fit uses
+    # the first FIT_POINTS rows, the posterior all of them.
     X, y = _data(n=200, d=3)
-    memory: dict = {}
-    s = refit_point(150)
-    assert s < 150 and refit_point(s + 1) == s  # 150 is between two schedule points
-    first = hyperparameters(memory, X[:s + 1], y[:s + 1], ard=False)
-    again = hyperparameters(memory, X[:150], y[:150], ard=False)
-    assert len(calls) == 1 and again is first
-    # The reused values are exactly a fresh fit on the first s observations.
-    assert np.array_equal(again, hyperparameters({}, X[:150], y[:150], ard=False))
-    nxt = s + int(np.ceil(0.1 * s))
-    later = hyperparameters(memory, X[:nxt], y[:nxt], ard=False)
-    assert len(calls) == 3 and not np.array_equal(later, first)
+    idx = np.random.default_rng(3).permutation(200)[:150]
+    gp = cached_gp({}, X, y, idx, ard=False)
+    fit = idx[: gp_module.FIT_POINTS]
+    assert np.array_equal(gp.theta, fit_hyperparameters(X[fit], y[fit], ard=False))
+    assert np.array_equal(gp.X, X[idx]) and np.array_equal(gp.y, y[idx])
 
 
-def test_reused_hyperparameters_give_the_proposals_of_a_fresh_fit():
-    X, y = _data(n=120, d=3, seed=2)
-    regions = kd_partition(X, 4)[:3]
-    memory: dict = {}
-    ThompsonGPProposer(pool=64).propose(regions, 4, ProposalContext(list("abc"), X[:105], y[:105],
-                                                                     np.random.default_rng(5), memory=memory))
-    assert refit_point(114) == refit_point(105)  # no refit due between 105 and 114 observations
-
-    def propose(mem):
-        ctx = ProposalContext(list("abc"), X[:114], y[:114], np.random.default_rng(7), memory=mem)
-        return np.array([c.u for g in ThompsonGPProposer(pool=64).propose(regions, 4, ctx) for c in g])
-
-    assert np.array_equal(propose(memory), propose({}))
-
-
-def test_a_rebuilt_agent_reproduces_asks_between_refits():
-    task_space = {f"x{i}": {"type": "float", "low": -1, "high": 1} for i in range(3)}
+def test_a_rebuilt_agent_reproduces_the_next_ask():
+    space = {f"x{i}": {"type": "float", "low": -1, "high": 1} for i in range(3)}
 
     def f(p):
         return sum((v - 0.2) ** 2 for v in p.values())
 
-    a = HOLLMAgent(task_space, {"budget": 40}, seed=1)
-    while a.n_total < 23:  # 23 observations: the hyperparameters come from the first 21
+    a = HOLLMAgent(space, {"budget": 40}, seed=1)
+    while a.n_total < 23:
         for p in a.ask(1 if a.n_total >= 20 else 4):
             a.tell(p, f(p))
-    assert refit_point(a.n_observed) < a.n_observed
-    b = HOLLMAgent(task_space, {"budget": 40}, seed=0)
+    b = HOLLMAgent(space, {"budget": 40}, seed=0)
     b.load_state_dict(json.loads(json.dumps(a.state_dict())))
     assert b.ask(4) == a.ask(4)
 
