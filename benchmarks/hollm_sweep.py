@@ -61,8 +61,17 @@ def run_one(config: str, f: int, d: int, instance: int, run: int) -> dict:
             agent.tell(p, value)
             best = min(best, task.regret(value))
             n += 1
-    return {"config": config, "options": CONFIGS[config], "f": f, "d": d, "instance": instance,
-            "run": run, "budget": budget, "final_regret": float(best), "ask_ms": 1000 * spent / budget}
+    return {
+        "config": config,
+        "options": CONFIGS[config],
+        "f": f,
+        "d": d,
+        "instance": instance,
+        "run": run,
+        "budget": budget,
+        "final_regret": float(best),
+        "ask_ms": 1000 * spent / budget,
+    }
 
 
 def _ints(text: str) -> list[int]:
@@ -98,9 +107,14 @@ def cmd_run(args: argparse.Namespace) -> None:
 def cmd_report(args: argparse.Namespace) -> None:
     rows = load(args.out)
     floor = 1e-8  # COCO's final target: regrets below it count as solved
-    by = {(r["config"], r["f"], r["d"], r["instance"], r["run"]): max(r["final_regret"], floor) for r in rows}
+    by = {
+        (r["config"], r["f"], r["d"], r["instance"], r["run"]): max(r["final_regret"], floor)
+        for r in rows
+    }
     base = {k[1:]: v for k, v in by.items() if k[0] == "default"}
-    print("| setting | options | pairs | geometric mean regret | ratio to default | better | worse |")
+    print(
+        "| setting | options | pairs | geometric mean regret | ratio to default | better | worse |"
+    )
     print("|---|---|---|---|---|---|---|")
     for config in dict.fromkeys(r["config"] for r in rows):
         pairs = [(v, base[k[1:]]) for k, v in by.items() if k[0] == config and k[1:] in base]
@@ -109,8 +123,10 @@ def cmd_report(args: argparse.Namespace) -> None:
         mine, ref = np.array(pairs).T
         gm = float(np.exp(np.mean(np.log(mine))))
         ratio = float(np.exp(np.mean(np.log(mine) - np.log(ref))))
-        print(f"| {config} | {json.dumps(CONFIGS.get(config, {}))} | {len(pairs)} | {gm:.3g} | {ratio:.2f} "
-              f"| {int(np.sum(mine < ref))} | {int(np.sum(mine > ref))} |")
+        print(
+            f"| {config} | {json.dumps(CONFIGS.get(config, {}))} | {len(pairs)} | {gm:.3g} | {ratio:.2f} "
+            f"| {int(np.sum(mine < ref))} | {int(np.sum(mine > ref))} |"
+        )
 
 
 def main() -> None:
@@ -125,7 +141,9 @@ def main() -> None:
     args = ap.parse_args()
     unknown = [c for c in args.configs if c not in CONFIGS]
     if unknown:
-        ap.error(f"--configs: unknown setting(s) {', '.join(unknown)}; choose from {', '.join(CONFIGS)}")
+        ap.error(
+            f"--configs: unknown setting(s) {', '.join(unknown)}; choose from {', '.join(CONFIGS)}"
+        )
     cmd_run(args) if args.command == "run" else cmd_report(args)
 
 

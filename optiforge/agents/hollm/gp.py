@@ -59,8 +59,11 @@ def training_subset(X: np.ndarray, y: np.ndarray, focus: np.ndarray | None, cap:
         return np.arange(n)
     chosen: list[int] = []
     seen: set[int] = set()
-    for group in (focus if focus is not None else np.array([], dtype=int), np.argsort(y),
-                  np.arange(n - 1, -1, -1)):
+    for group in (
+        focus if focus is not None else np.array([], dtype=int),
+        np.argsort(y),
+        np.arange(n - 1, -1, -1),
+    ):
         for j in group:
             j = int(j)
             if j < n and j not in seen:
@@ -121,7 +124,7 @@ def _matern52(r: np.ndarray) -> np.ndarray:
 def _unpack(theta: np.ndarray, d: int, ard: bool) -> tuple[float, np.ndarray, float]:
     """``(amplitude, length scales (d,), noise)`` from log-parameters ``theta``."""
     e = np.exp(theta)
-    ls = e[1:1 + d] if ard else np.full(d, e[1])
+    ls = e[1 : 1 + d] if ard else np.full(d, e[1])
     return float(e[0]), ls, float(e[-1])
 
 
@@ -133,8 +136,9 @@ def _normalise(y: np.ndarray) -> tuple[np.ndarray, float, float]:
     return (y - mean) / std, mean, std
 
 
-def log_marginal_likelihood(theta: np.ndarray, X: np.ndarray, y: np.ndarray, *,
-                            ard: bool) -> tuple[float, np.ndarray]:
+def log_marginal_likelihood(
+    theta: np.ndarray, X: np.ndarray, y: np.ndarray, *, ard: bool
+) -> tuple[float, np.ndarray]:
     """Log marginal likelihood of normalised ``y`` and its gradient in ``theta`` ([1]_ 5.8–5.9).
 
     Parameters
@@ -192,7 +196,9 @@ def fit_hyperparameters(X: np.ndarray, y: np.ndarray, *, ard: bool) -> np.ndarra
     d = X.shape[1]
     n_ls = d if ard else 1
     start = np.log([INITIAL["amplitude"], *[INITIAL["length_scale"]] * n_ls, INITIAL["noise"]])
-    bounds = np.log([LOG_BOUNDS["amplitude"], *[LOG_BOUNDS["length_scale"]] * n_ls, LOG_BOUNDS["noise"]])
+    bounds = np.log(
+        [LOG_BOUNDS["amplitude"], *[LOG_BOUNDS["length_scale"]] * n_ls, LOG_BOUNDS["noise"]]
+    )
 
     def objective(theta: np.ndarray) -> tuple[float, np.ndarray]:
         lml, grad = log_marginal_likelihood(theta, X, y, ard=ard)
@@ -200,8 +206,14 @@ def fit_hyperparameters(X: np.ndarray, y: np.ndarray, *, ard: bool) -> np.ndarra
 
     with warnings.catch_warnings(), single_threaded():
         warnings.simplefilter("ignore", RuntimeWarning)
-        res = minimize(objective, start, method="L-BFGS-B", jac=True, bounds=bounds,
-                       options={"maxiter": MAX_ITER})
+        res = minimize(
+            objective,
+            start,
+            method="L-BFGS-B",
+            jac=True,
+            bounds=bounds,
+            options={"maxiter": MAX_ITER},
+        )
     return np.asarray(res.x, dtype=float)
 
 
@@ -261,16 +273,17 @@ class LocalGP:
         out = []
         start = 0
         for B in blocks:
-            Vb = V[:, start:start + len(B)]
+            Vb = V[:, start : start + len(B)]
             cov = self.amplitude * _matern52(_scaled_distances(B, B, self.length_scale)) - Vb.T @ Vb
             cov[np.diag_indices(len(B))] += self.noise
-            out.append((mean[start:start + len(B)], cov * self.y_std**2))
+            out.append((mean[start : start + len(B)], cov * self.y_std**2))
             start += len(B)
         return out
 
 
-def cached_gp(cache: dict[str, Any], X: np.ndarray, y: np.ndarray, idx: np.ndarray, *,
-              ard: bool) -> LocalGP:
+def cached_gp(
+    cache: dict[str, Any], X: np.ndarray, y: np.ndarray, idx: np.ndarray, *, ard: bool
+) -> LocalGP:
     """The GP on ``X[idx], y[idx]``, fitted once per ``cache`` (one ask) and training set.
 
     The hyperparameters are fitted on ``idx[:FIT_POINTS]`` (callers order ``idx`` by relevance),
@@ -293,8 +306,9 @@ def posterior_samples(gp: LocalGP, U: np.ndarray, n: int, rng: np.random.Generat
     return posterior_samples_blocks(gp, [U], n, rng)[0]
 
 
-def posterior_samples_blocks(gp: LocalGP, blocks: list[np.ndarray], n: int,
-                             rng: np.random.Generator) -> list[np.ndarray]:
+def posterior_samples_blocks(
+    gp: LocalGP, blocks: list[np.ndarray], n: int, rng: np.random.Generator
+) -> list[np.ndarray]:
     """:func:`posterior_samples` for each block (independent draws per block, one solve)."""
     out = []
     with warnings.catch_warnings(), single_threaded():

@@ -33,8 +33,9 @@ from optiforge.agents.protocols import LLM
 
 
 class Predictor(Protocol):
-    def predict(self, candidates: list[Candidate], ctx: ProposalContext,
-                focus: np.ndarray | None = None) -> np.ndarray: ...
+    def predict(
+        self, candidates: list[Candidate], ctx: ProposalContext, focus: np.ndarray | None = None
+    ) -> np.ndarray: ...
 
 
 class RandomPredictor:
@@ -42,8 +43,9 @@ class RandomPredictor:
 
     name = "random"
 
-    def predict(self, candidates: list[Candidate], ctx: ProposalContext,
-                focus: np.ndarray | None = None) -> np.ndarray:
+    def predict(
+        self, candidates: list[Candidate], ctx: ProposalContext, focus: np.ndarray | None = None
+    ) -> np.ndarray:
         return ctx.rng.random(len(candidates))
 
 
@@ -62,8 +64,9 @@ class GPPredictor:
         self.max_points = int(max_points)
         self.ard = bool(ard)
 
-    def predict(self, candidates: list[Candidate], ctx: ProposalContext,
-                focus: np.ndarray | None = None) -> np.ndarray:
+    def predict(
+        self, candidates: list[Candidate], ctx: ProposalContext, focus: np.ndarray | None = None
+    ) -> np.ndarray:
         U = np.array([c.u for c in candidates])
         if ctx.X.shape[0] < 2:
             return ctx.rng.random(len(candidates))
@@ -82,16 +85,20 @@ class ForestPredictor:
         self.n_estimators = int(n_estimators)
         self.max_points = int(max_points)
 
-    def predict(self, candidates: list[Candidate], ctx: ProposalContext,
-                focus: np.ndarray | None = None) -> np.ndarray:
+    def predict(
+        self, candidates: list[Candidate], ctx: ProposalContext, focus: np.ndarray | None = None
+    ) -> np.ndarray:
         from sklearn.ensemble import ExtraTreesRegressor
 
         U = np.array([c.u for c in candidates])
         if ctx.X.shape[0] < 2:
             return ctx.rng.random(len(candidates))
         idx = training_subset(ctx.X, ctx.y, focus, self.max_points)
-        model = ExtraTreesRegressor(n_estimators=self.n_estimators, min_samples_leaf=1,
-                                    random_state=int(ctx.rng.integers(2**31 - 1)))
+        model = ExtraTreesRegressor(
+            n_estimators=self.n_estimators,
+            min_samples_leaf=1,
+            random_state=int(ctx.rng.integers(2**31 - 1)),
+        )
         model.fit(ctx.X[idx], ctx.y[idx])
         return model.predict(U)
 
@@ -106,8 +113,15 @@ class LLMPredictor:
 
     name = "llm"
 
-    def __init__(self, llm: LLM, *, context_points: int = 40, retries: int = 1,
-                 temperature: float = 0.2, decimals: int = 4) -> None:
+    def __init__(
+        self,
+        llm: LLM,
+        *,
+        context_points: int = 40,
+        retries: int = 1,
+        temperature: float = 0.2,
+        decimals: int = 4,
+    ) -> None:
         if llm is None or not hasattr(llm, "generate"):
             raise TypeError("llm: the llm predictor needs an object with a generate() method")
         self.llm = llm
@@ -116,16 +130,21 @@ class LLMPredictor:
         self.temperature = float(temperature)
         self.decimals = int(decimals)
 
-    def predict(self, candidates: list[Candidate], ctx: ProposalContext,
-                focus: np.ndarray | None = None) -> np.ndarray:
+    def predict(
+        self, candidates: list[Candidate], ctx: ProposalContext, focus: np.ndarray | None = None
+    ) -> np.ndarray:
         U = np.array([c.u for c in candidates])
         n = ctx.X.shape[0]
         idx = ctx.rng.permutation(np.arange(max(0, n - self.context_points), n))
         prompt = surrogate_prompt(ctx.names, ctx.X[idx], ctx.y[idx], U, self.decimals)
         for _ in range(self.retries + 1):
-            reply = self.llm.generate([prompt], n=1, max_new_tokens=12 * len(candidates) + 32,
-                                      temperature=self.temperature,
-                                      seed=int(ctx.rng.integers(2**31 - 1)))
+            reply = self.llm.generate(
+                [prompt],
+                n=1,
+                max_new_tokens=12 * len(candidates) + 32,
+                temperature=self.temperature,
+                seed=int(ctx.rng.integers(2**31 - 1)),
+            )
             ctx.count("llm_calls")
             text = reply[0][0].text if reply and reply[0] else ""
             values = parse_values(text, len(candidates))
@@ -150,6 +169,10 @@ def make_predictor(name: str, llm: LLM | None = None, **options: Any) -> Predict
         return RandomPredictor()
     if name == "llm":
         if llm is None:
-            raise ValueError("llm: the 'llm' predictor needs an LLM (agent_options['llm'], e.g. 'smollm2')")
+            raise ValueError(
+                "llm: the 'llm' predictor needs an LLM (agent_options['llm'], e.g. 'smollm2')"
+            )
         return LLMPredictor(llm, **options)
-    raise ValueError(f"predictor: unknown predictor {name!r}; choose one of {', '.join(PREDICTORS)}")
+    raise ValueError(
+        f"predictor: unknown predictor {name!r}; choose one of {', '.join(PREDICTORS)}"
+    )

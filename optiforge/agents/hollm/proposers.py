@@ -70,7 +70,9 @@ class ProposalContext:
 
 
 class Proposer(Protocol):
-    def propose(self, regions: list[Region], k: int, ctx: ProposalContext) -> list[list[Candidate]]: ...
+    def propose(
+        self, regions: list[Region], k: int, ctx: ProposalContext
+    ) -> list[list[Candidate]]: ...
 
 
 def sobol_in_box(lo: np.ndarray, hi: np.ndarray, n: int, rng: np.random.Generator) -> np.ndarray:
@@ -90,10 +92,12 @@ class SobolProposer:
         d = regions[0].lo.shape[0]
         n = len(regions) * k
         # Scrambling a 20-D engine costs milliseconds: one engine per call, not per region.
-        pts = qmc.Sobol(d, scramble=True, seed=ctx.rng).random_base2(max(0, math.ceil(math.log2(n))))
+        pts = qmc.Sobol(d, scramble=True, seed=ctx.rng).random_base2(
+            max(0, math.ceil(math.log2(n)))
+        )
         pts = pts[ctx.rng.permutation(len(pts))[:n]]
         return [
-            [Candidate(r.lo + u * (r.hi - r.lo), i) for u in pts[i * k:(i + 1) * k]]
+            [Candidate(r.lo + u * (r.hi - r.lo), i) for u in pts[i * k : (i + 1) * k]]
             for i, r in enumerate(regions)
         ]
 
@@ -177,21 +181,23 @@ class ThompsonGPProposer:
         # region gets its own aligned 2^m block of the sequence, itself a stratified sample.
         block = 1 << max(0, math.ceil(math.log2(pool)))
         unit = qmc.Sobol(d, scramble=True, seed=ctx.rng).random_base2(
-            max(0, math.ceil(math.log2(block * len(regions)))))
+            max(0, math.ceil(math.log2(block * len(regions))))
+        )
         pools: list[np.ndarray] = []
         for i, r in enumerate(regions):
             best = _region_best(r, ctx)
             centre = ctx.X[best] if best is not None else 0.5 * (r.lo + r.hi)
             n_local = pool // 2 if best is not None else 0
-            S = r.lo + unit[i * block:i * block + pool - n_local] * (r.hi - r.lo)
+            S = r.lo + unit[i * block : i * block + pool - n_local] * (r.hi - r.lo)
             mask = ctx.rng.random(S.shape) <= min(1.0, 20.0 / d)
             empty = ~mask.any(axis=1)
             mask[empty, ctx.rng.integers(d, size=int(empty.sum()))] = True
             local = centre + ctx.rng.normal(size=(n_local, d)) * 0.1 * (r.hi - r.lo)
             pools.append(np.clip(np.vstack([np.where(mask, S, centre), local]), r.lo, r.hi))
         out = []
-        for i, (P, draws) in enumerate(zip(pools, posterior_samples_blocks(gp, pools, k, ctx.rng),
-                                           strict=True)):
+        for i, (P, draws) in enumerate(
+            zip(pools, posterior_samples_blocks(gp, pools, k, ctx.rng), strict=True)
+        ):
             used: set[int] = set()
             group = []
             for draw in draws:
@@ -260,7 +266,9 @@ class CMAProposer:
             parents = ctx.X[order[:mu]]
             steps = parents - ctx.X[nb].mean(axis=0)
             c = (1.0 / np.sum(w**2)) / (1.0 / np.sum(w**2) + d)
-            C = (1 - c) * np.diag((self.sigma0 * (r.hi - r.lo)) ** 2) + c * (w[:, None] * steps).T @ steps
+            C = (1 - c) * np.diag((self.sigma0 * (r.hi - r.lo)) ** 2) + c * (
+                w[:, None] * steps
+            ).T @ steps
             A = np.linalg.cholesky(C + 1e-12 * np.eye(d))
             mean = w @ parents
             pts = mean + ctx.rng.standard_normal((k, d)) @ A.T
@@ -323,8 +331,15 @@ class LLMProposer:
     name = "llm"
 
     def __init__(
-        self, llm: LLM, *, context_points: int = 40, retries: int = 2, temperature: float = 0.8,
-        top_p: float = 0.95, decimals: int = 4, max_new_tokens: int | None = None,
+        self,
+        llm: LLM,
+        *,
+        context_points: int = 40,
+        retries: int = 2,
+        temperature: float = 0.8,
+        top_p: float = 0.95,
+        decimals: int = 4,
+        max_new_tokens: int | None = None,
     ) -> None:
         if llm is None or not hasattr(llm, "generate"):
             raise TypeError("llm: the llm proposer needs an object with a generate() method")
@@ -353,13 +368,26 @@ class LLMProposer:
             if not todo:
                 break
             prompts = [
-                candidate_prompt(ctx.names, Xc, yc, regions[i].lo, regions[i].hi, k - len(found[i]),
-                                 self.decimals)
+                candidate_prompt(
+                    ctx.names,
+                    Xc,
+                    yc,
+                    regions[i].lo,
+                    regions[i].hi,
+                    k - len(found[i]),
+                    self.decimals,
+                )
                 for i in todo
             ]
             seed = int(ctx.rng.integers(2**31 - 1))
-            replies = self.llm.generate(prompts, n=1, max_new_tokens=budget,
-                                        temperature=self.temperature, top_p=self.top_p, seed=seed)
+            replies = self.llm.generate(
+                prompts,
+                n=1,
+                max_new_tokens=budget,
+                temperature=self.temperature,
+                top_p=self.top_p,
+                seed=seed,
+            )
             ctx.count("llm_calls")
             ctx.count("llm_prompts", len(prompts))
             for i, reply in zip(todo, replies, strict=True):
@@ -402,6 +430,8 @@ def make_proposer(name: str, llm: LLM | None = None, **options: Any) -> Proposer
         return MixtureProposer()
     if name == "llm":
         if llm is None:
-            raise ValueError("llm: the 'llm' proposer needs an LLM (agent_options['llm'], e.g. 'smollm2')")
+            raise ValueError(
+                "llm: the 'llm' proposer needs an LLM (agent_options['llm'], e.g. 'smollm2')"
+            )
         return LLMProposer(llm, **options)
     raise ValueError(f"proposer: unknown proposer {name!r}; choose one of {', '.join(PROPOSERS)}")

@@ -26,8 +26,9 @@ def _data(n=40, d=4, seed=0):
 
 
 def _sklearn_kernel(d, ard):
-    return (ConstantKernel(1.0, (1e-3, 1e3)) * Matern(np.full(d, 0.5) if ard else 0.5, (1e-3, 1e2), nu=2.5)
-            + WhiteKernel(1e-4, (1e-8, 1e-1)))
+    return ConstantKernel(1.0, (1e-3, 1e3)) * Matern(
+        np.full(d, 0.5) if ard else 0.5, (1e-3, 1e2), nu=2.5
+    ) + WhiteKernel(1e-4, (1e-8, 1e-1))
 
 
 def _theta(ard):
@@ -37,7 +38,9 @@ def _theta(ard):
 @pytest.mark.parametrize("ard", [False, True])
 def test_log_marginal_likelihood_and_gradient_match_scikit_learn(ard):
     X, y = _data()
-    ref = GaussianProcessRegressor(_sklearn_kernel(4, ard), normalize_y=True, optimizer=None).fit(X, y)
+    ref = GaussianProcessRegressor(_sklearn_kernel(4, ard), normalize_y=True, optimizer=None).fit(
+        X, y
+    )
     want, want_grad = ref.log_marginal_likelihood(_theta(ard), eval_gradient=True)
     got, got_grad = log_marginal_likelihood(_theta(ard), X, y, ard=ard)
     assert got == pytest.approx(want, abs=1e-8)
@@ -65,12 +68,20 @@ def test_posterior_matches_scikit_learn_on_the_same_kernel(ard):
 @pytest.mark.parametrize("ard", [False, True])
 def test_hyperparameter_fit_matches_scikit_learns_single_start_fit(ard):
     def lbfgs(obj, theta0, bounds):
-        res = minimize(obj, theta0, method="L-BFGS-B", jac=True, bounds=bounds,
-                       options={"maxiter": gp_module.MAX_ITER})
+        res = minimize(
+            obj,
+            theta0,
+            method="L-BFGS-B",
+            jac=True,
+            bounds=bounds,
+            options={"maxiter": gp_module.MAX_ITER},
+        )
         return res.x, res.fun
 
     X, y = _data()
-    ref = GaussianProcessRegressor(_sklearn_kernel(4, ard), normalize_y=True, optimizer=lbfgs).fit(X, y)
+    ref = GaussianProcessRegressor(_sklearn_kernel(4, ard), normalize_y=True, optimizer=lbfgs).fit(
+        X, y
+    )
     assert np.allclose(fit_hyperparameters(X, y, ard=ard), ref.kernel_.theta, atol=1e-5)
 
 
