@@ -57,21 +57,10 @@ def training_subset(X: np.ndarray, y: np.ndarray, focus: np.ndarray | None, cap:
     n = X.shape[0]
     if n <= cap:
         return np.arange(n)
-    chosen: list[int] = []
-    seen: set[int] = set()
-    for group in (
-        focus if focus is not None else np.array([], dtype=int),
-        np.argsort(y),
-        np.arange(n - 1, -1, -1),
-    ):
-        for j in group:
-            j = int(j)
-            if j < n and j not in seen:
-                seen.add(j)
-                chosen.append(j)
-                if len(chosen) >= cap:
-                    return np.array(chosen)
-    return np.array(chosen)
+    focus = np.asarray(focus if focus is not None else [], dtype=int)
+    order = np.concatenate([focus[focus < n], np.argsort(y), np.arange(n - 1, -1, -1)])
+    _, first = np.unique(order, return_index=True)  # keep each index's first occurrence
+    return order[np.sort(first)][:cap]
 
 
 FIT_POINTS = 60
