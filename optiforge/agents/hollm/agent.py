@@ -80,7 +80,7 @@ class HOLLMConfig:
     ----------
     proposer : {"llm", "sobol", "gaussian", "gp-ts", "cmaes", "mix"} or None
         ``None``: ``"llm"`` if the agent has an LLM, else ``"gp-ts"`` (best LLM-free proposer on
-        COCO/BBOB; ``"sobol"`` asks about half as fast).
+        COCO/BBOB; ``"sobol"`` asks about 3x faster with 1,000 observations in 20-D).
     predictor : {"llm", "gp", "forest", "random"}
     llm : str or None
         LLM backend spec, resolved by the platform (the agent itself receives an object).
