@@ -145,22 +145,29 @@ def log_marginal_likelihood(
     (float, ndarray)
         ``-inf`` and a zero gradient when the covariance is not positive definite.
     """
+    return _lml(theta, X, _normalise(y)[0], np.eye(X.shape[0]), ard)
+
+
+def _lml(
+    theta: np.ndarray, X: np.ndarray, yn: np.ndarray, eye: np.ndarray, ard: bool
+) -> tuple[float, np.ndarray]:
+    """:func:`log_marginal_likelihood` on normalised ``yn`` (the fit computes it, and the
+    identity, once rather than once per evaluation)."""
     n, d = X.shape
     amp, ls, noise = _unpack(theta, d, ard)
-    yn = _normalise(y)[0]
     r = _scaled_distances(X, X, ls)
     s = SQRT5 * r
     expo = np.exp(-s)
     corr = (1.0 + s + s * s / 3.0) * expo
     K = amp * corr
-    K[np.diag_indices(n)] += noise + JITTER
+    K.flat[:: n + 1] += noise + JITTER
     try:
         L = cholesky(K, lower=True, check_finite=False)
     except np.linalg.LinAlgError:
         return -np.inf, np.zeros_like(theta)
     alpha = cho_solve((L, True), yn, check_finite=False)
     lml = -0.5 * yn @ alpha - np.log(np.diag(L)).sum() - 0.5 * n * math.log(2 * math.pi)
-    inner = np.outer(alpha, alpha) - cho_solve((L, True), np.eye(n), check_finite=False)
+    inner = np.outer(alpha, alpha) - cho_solve((L, True), eye, check_finite=False)
     # d corr / d log(l) = (5/3) (1 + sqrt5 r) exp(-sqrt5 r) * (scaled squared distance).
     radial = amp * (5.0 / 3.0) * (1.0 + s) * expo
     grads = [0.5 * np.sum(inner * (amp * corr))]
@@ -189,8 +196,10 @@ def fit_hyperparameters(X: np.ndarray, y: np.ndarray, *, ard: bool) -> np.ndarra
         [LOG_BOUNDS["amplitude"], *[LOG_BOUNDS["length_scale"]] * n_ls, LOG_BOUNDS["noise"]]
     )
 
+    yn, eye = _normalise(y)[0], np.eye(X.shape[0])
+
     def objective(theta: np.ndarray) -> tuple[float, np.ndarray]:
-        lml, grad = log_marginal_likelihood(theta, X, y, ard=ard)
+        lml, grad = _lml(theta, X, yn, eye, ard)
         return -lml, -grad
 
     with warnings.catch_warnings(), single_threaded():
@@ -230,7 +239,7 @@ class LocalGP:
         self.amplitude, self.length_scale, self.noise = _unpack(self.theta, d, self.ard)
         yn, self.y_mean, self.y_std = _normalise(self.y)
         K = self.amplitude * _matern52(_scaled_distances(self.X, self.X, self.length_scale))
-        K[np.diag_indices(n)] += self.noise + JITTER
+        K.flat[:: n + 1] += self.noise + JITTER
         self._L = cholesky(K, lower=True, check_finite=False)
         self._alpha = cho_solve((self._L, True), yn, check_finite=False)
 
@@ -264,7 +273,7 @@ class LocalGP:
         for B in blocks:
             Vb = V[:, start : start + len(B)]
             cov = self.amplitude * _matern52(_scaled_distances(B, B, self.length_scale)) - Vb.T @ Vb
-            cov[np.diag_indices(len(B))] += self.noise
+            cov.flat[:: len(B) + 1] += self.noise
             out.append((mean[start : start + len(B)], cov * self.y_std**2))
             start += len(B)
         return out
@@ -308,7 +317,9 @@ def posterior_samples_blocks(
             jitter = 1e-10 * max(float(np.mean(np.diag(cov))), 1e-12)
             for _ in range(6):
                 try:
-                    L = np.linalg.cholesky(cov + jitter * np.eye(m))
+                    jittered = cov.copy()
+                    jittered.flat[:: m + 1] += jitter
+                    L = np.linalg.cholesky(jittered)
                     break
                 except np.linalg.LinAlgError:
                     jitter *= 100
