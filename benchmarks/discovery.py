@@ -22,7 +22,7 @@ beats the baseline on the held-out split), with the wall time.
 Usage::
 
     python benchmarks/discovery.py operators [--task binpacking] [--prompts 3] [--samples 4]
-        [--llm llamacpp:smollm2 llamacpp:gemma3] [--show-new]
+        [--llm llamacpp:smollm2 llamacpp:gemma3] [--show-new] [--answer-prefix code]
     python benchmarks/discovery.py tune [--budget 24] [--seed 0]
     python benchmarks/discovery.py campaigns [--task binpacking] [--seeds 0 1] [--budget 16]
         [--arms evolution evolution+tune tune-seeds] [--rl none]
@@ -31,6 +31,7 @@ Usage::
 from __future__ import annotations
 
 import argparse
+import dataclasses
 import json
 import os
 import tempfile
@@ -63,6 +64,40 @@ def _llm(spec: str):
     return from_spec(spec)
 
 
+class AnswerPrefixed:
+    """A diagnostic wrapper for a *base* model (no chat template): each prompt is followed by the
+    start of the answer, which the model then completes as a document; the start is put back in
+    front of every completion before the agent parses it.
+
+    It tests whether a pretrained, not instruction-tuned, model writes heuristics when the answer
+    is begun for it. It is not a platform feature: the agent's prompts are unchanged, and a
+    chat model (whose prompt is wrapped in a template) is refused, since text appended to its
+    user turn is not the start of its answer.
+    """
+
+    def __init__(self, llm, prefix: str) -> None:
+        if llm.format_prompt("x") != "x":
+            raise ValueError("answer prefix: only for a model without a chat template")
+        self.llm, self.prefix = llm, prefix
+
+    def generate(self, prompts, n=1, **kwargs):
+        out = self.llm.generate([p + self.prefix for p in prompts], n, **kwargs)
+        return [[dataclasses.replace(c, text=self.prefix + c.text) for c in row] for row in out]
+
+
+def answer_prefix(task, choice: str) -> str:
+    """``code``: a fenced block opened with the task's imports and the function's first line;
+    ``idea``: CALM's description opening; anything else is used as given."""
+    if choice == "code":
+        from optiforge.agents.evolution.parsing import signature_params
+
+        params = ", ".join(signature_params(task.template, task.entry_point))
+        return f"\n\n## Answer\n```python\n{task.imports.strip()}\n\n\ndef {task.entry_point}({params}):\n"
+    if choice == "idea":
+        return "\n\n## Answer\n{{The idea of the algorithm is to"
+    return choice
+
+
 def operators(args: argparse.Namespace) -> None:
     from optiforge.platform.executors import make_executor
 
@@ -73,6 +108,9 @@ def operators(args: argparse.Namespace) -> None:
         job = bar.add_task("operators", total=len(args.llm) * len(args.operators) * args.prompts)
         for spec in args.llm:  # several models side by side: same pool, prompts' seeds and sandbox
             llm = _llm(spec)
+            if args.answer_prefix:
+                llm = AnswerPrefixed(llm, answer_prefix(task, args.answer_prefix))
+                spec += f" + answer prefix {args.answer_prefix!r}"
             for op in args.operators:
                 row = _operator_yield(task, llm, op, sandbox, args, sampling, lambda: bar.advance(job))
                 rows.append({"llm": spec, **row})
@@ -256,6 +294,8 @@ def main() -> None:
     o.add_argument("--sampling", default="{}", help='per-operator overrides, e.g. {"tweak": {"temperature": 0.6}}')
     o.add_argument("--pool", nargs="*", default=[], help="extra pool programs (files)")
     o.add_argument("--show-new", action="store_true", help="print every new valid program")
+    o.add_argument("--answer-prefix", default="",
+                   help="base models only: begin the answer (code | idea | literal text); see AnswerPrefixed")
     t = sub.add_parser("tune")
     t.add_argument("--budget", type=int, default=24)
     t.add_argument("--seed", type=int, default=0)
