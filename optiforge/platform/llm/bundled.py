@@ -26,6 +26,13 @@ import threading
 from dataclasses import dataclass
 from pathlib import Path
 
+from optiforge.extras import MissingExtraError
+
+
+class MissingBundledModelError(MissingExtraError, ModuleNotFoundError):
+    """A bundled model's package is not installed. A :class:`MissingExtraError`, so the command
+    line prints its one line and exits 2; a ``ModuleNotFoundError``, as before."""
+
 
 @dataclass(frozen=True)
 class BundledModel:
@@ -72,15 +79,15 @@ def bundled_gguf_path(name: str = BUNDLED_NAME) -> Path:
     ------
     ValueError
         ``name`` is not a bundled model.
-    ModuleNotFoundError
-        If the model's package is not installed (with the command that installs it).
+    MissingBundledModelError
+        If the model's package is not installed (one line, with the command that installs it).
     """
     model = BUNDLED_MODELS.get(name)
     if model is None:
         raise ValueError(f"name: {name!r} is not a bundled model; expected one of {sorted(BUNDLED_MODELS)}")
     spec = importlib.util.find_spec(model.package)
     if spec is None or not spec.submodule_search_locations:
-        raise ModuleNotFoundError(
+        raise MissingBundledModelError(
             f"llm: the bundled model {name} needs the {model.dist} package: {model.install}")
     if name == "gemma3":
         return _assembled_gemma3()

