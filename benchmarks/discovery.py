@@ -34,6 +34,7 @@ import argparse
 import dataclasses
 import json
 import os
+import sys
 import tempfile
 import time
 from pathlib import Path
@@ -109,7 +110,11 @@ def operators(args: argparse.Namespace) -> None:
         for spec in args.llm:  # several models side by side: same pool, prompts' seeds and sandbox
             llm = _llm(spec)
             if args.answer_prefix:
-                llm = AnswerPrefixed(llm, answer_prefix(task, args.answer_prefix))
+                try:
+                    llm = AnswerPrefixed(llm, answer_prefix(task, args.answer_prefix))
+                except ValueError as exc:
+                    print(f"error: --answer-prefix with {spec}: {exc}", file=sys.stderr)
+                    raise SystemExit(2) from None
                 spec += f" + answer prefix {args.answer_prefix!r}"
             for op in args.operators:
                 row = _operator_yield(task, llm, op, sandbox, args, sampling, lambda: bar.advance(job))
