@@ -5,8 +5,12 @@ campaign-sized prompt (``--prompt-tokens``); the kernel's high-water mark is res
 update (``/proc/self/clear_refs``) and read after it. Each configuration runs in a fresh
 process so one configuration's freed-but-kept pages do not hide the next one's peak.
 
+The process gets the campaign's thread and allocator budget first
+(:func:`optiforge.platform.resources.apply_budget`); ``--mmap-threshold 0`` keeps glibc's
+dynamic mmap threshold (the campaign's allocator before the fixed threshold) to compare.
+
 Usage: python benchmarks/grpo_update_memory.py [--g 4] [--tokens 384] [--prompt-tokens 700]
-       [--configs 4:off,1:off,1:on]
+       [--configs 4:off,1:off,1:on] [--mmap-threshold BYTES]
 Prints one JSON line per configuration: micro-batch size, gradient checkpointing, RSS before
 the update, peak during it, seconds.
 """
@@ -25,6 +29,8 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 os.environ.setdefault("HF_HUB_OFFLINE", "1")
 
+from optiforge.platform.resources import DEFAULT_MMAP_THRESHOLD  # noqa: E402  (no torch import)
+
 
 def _status_mb(field: str) -> float:
     for line in Path("/proc/self/status").read_text().splitlines():
@@ -33,9 +39,13 @@ def _status_mb(field: str) -> float:
     raise KeyError(field)
 
 
-def one(g: int, tokens: int, prompt_tokens: int, micro: int, checkpointing: bool) -> dict:
+def one(g: int, tokens: int, prompt_tokens: int, micro: int, checkpointing: bool,
+        mmap_threshold: int) -> dict:
     import random
 
+    from optiforge.platform.resources import apply_budget
+
+    apply_budget(mmap_threshold=mmap_threshold)  # as the campaign does, before torch loads
     from optiforge.agents.evolution.grpo import GRPOLearner
     from optiforge.platform.llm import from_spec
 
@@ -60,7 +70,8 @@ def one(g: int, tokens: int, prompt_tokens: int, micro: int, checkpointing: bool
     learner.step([group])
     seconds = time.perf_counter() - t0
     return {"G": g, "tokens": tokens, "prompt_tokens": prompt_tokens, "micro_batch_size": micro,
-            "gradient_checkpointing": checkpointing, "rss_before_mb": round(before),
+            "gradient_checkpointing": checkpointing, "mmap_threshold": mmap_threshold,
+            "rss_before_mb": round(before),
             "update_peak_mb": round(_status_mb("VmHWM")), "seconds": round(seconds, 1),
             "threads": os.environ.get("OMP_NUM_THREADS"), "load_avg": round(os.getloadavg()[0], 1)}
 
@@ -71,11 +82,17 @@ def main() -> None:
     ap.add_argument("--tokens", type=int, default=384)
     ap.add_argument("--prompt-tokens", type=int, default=700)
     ap.add_argument("--configs", default="4:off,1:off,1:on", help="micro:checkpointing pairs")
+    ap.add_argument("--mmap-threshold", type=int, default=DEFAULT_MMAP_THRESHOLD,
+                    help="glibc mmap threshold in bytes (0: glibc's dynamic default)")
     ap.add_argument("--child", default=None, help=argparse.SUPPRESS)
     args = ap.parse_args()
+    if args.mmap_threshold < 0:
+        print("error: --mmap-threshold: expected bytes >= 0", file=sys.stderr)
+        sys.exit(2)
     if args.child:
         micro, ck = args.child.split(":")
-        print(json.dumps(one(args.g, args.tokens, args.prompt_tokens, int(micro), ck == "on")), flush=True)
+        print(json.dumps(one(args.g, args.tokens, args.prompt_tokens, int(micro), ck == "on",
+                             args.mmap_threshold)), flush=True)
         return
     for config in args.configs.split(","):
         parts = config.split(":")
@@ -83,7 +100,8 @@ def main() -> None:
             print(f"error: --configs: expected micro:on|off pairs, got {config!r}", file=sys.stderr)
             sys.exit(2)
         subprocess.run([sys.executable, __file__, "--g", str(args.g), "--tokens", str(args.tokens),
-                        "--prompt-tokens", str(args.prompt_tokens), "--child", config], check=True)
+                        "--prompt-tokens", str(args.prompt_tokens),
+                        "--mmap-threshold", str(args.mmap_threshold), "--child", config], check=True)
 
 
 if __name__ == "__main__":
