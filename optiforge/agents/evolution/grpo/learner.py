@@ -7,8 +7,10 @@ The learner never samples: it receives the generator itself (a
 does not use TRL's ``GRPOTrainer`` (that trainer owns a dataset, samples completions itself
 and calls reward functions; in CALM the agent samples and the rewards come from the
 evaluator, asynchronously to training). The loss is
-:mod:`optiforge.optim.policy_gradient`'s (TRL's definitions), and TRL's own
-``selective_log_softmax`` computes the per-token log-probabilities.
+:mod:`optiforge.optim.policy_gradient`'s (TRL's definitions); the per-token log-probabilities
+are those of TRL's ``selective_log_softmax``, computed a chunk of positions at a time
+(:mod:`~optiforge.agents.evolution.grpo.logprobs`) so no ``(tokens, vocabulary)`` logits
+tensor outlives its chunk.
 
 The reference policy is the base model itself with the adapter disabled (no second copy in
 memory). ``pi_old`` is the policy that sampled the completions: with ``num_iterations=1`` (the
@@ -29,7 +31,7 @@ from typing import Any
 import torch
 
 from optiforge import validation as check
-from optiforge.agents.evolution.grpo import checkpoint
+from optiforge.agents.evolution.grpo import checkpoint, logprobs
 from optiforge.agents.protocols import TrainableLLM
 from optiforge.optim.policy_gradient import (
     LOSS_TYPES,
@@ -99,6 +101,9 @@ class GRPOLearner:
         is cut to its own longest completion.
     seed : int
         Seeds the LoRA initialisation (without touching the caller's RNG).
+    logprob_chunk_tokens : int or None
+        Completion positions whose logits are computed at once (memory only: the values are
+        the same); ``None`` computes the full ``(sequences, tokens, vocabulary)`` logits.
 
     Raises
     ------
@@ -146,6 +151,7 @@ class GRPOLearner:
         gradient_checkpointing: bool = False,
         micro_batch_size: int = 1,
         seed: int = 0,
+        logprob_chunk_tokens: int | None = logprobs.CHUNK_TOKENS,
     ) -> None:
         if not isinstance(llm, TrainableLLM):
             raise TypeError(
@@ -170,6 +176,9 @@ class GRPOLearner:
             raise TypeError("gradient_checkpointing: expected a bool")
         self.micro_batch_size = check.integer(micro_batch_size, "micro_batch_size", minimum=1)
         self.seed = check.integer(seed, "seed", minimum=0)
+        if logprob_chunk_tokens is not None:
+            check.integer(logprob_chunk_tokens, "logprob_chunk_tokens", minimum=1)
+        self.logprob_chunk_tokens = logprob_chunk_tokens
 
         self.llm = llm
         self.tokenizer = llm.tokenizer
@@ -322,16 +331,10 @@ class GRPOLearner:
 
     def _logps(self, batch: dict[str, torch.Tensor]) -> torch.Tensor:
         """Per-token log-probabilities of the completion tokens, shape ``(G, width)``."""
-        from trl.trainer.utils import selective_log_softmax
-
-        width = int(batch["width"])
-        out = self.model(
-            input_ids=batch["input_ids"], attention_mask=batch["attention_mask"],
-            logits_to_keep=width + 1, use_cache=False,
+        return logprobs.completion_logprobs(
+            self.model, batch["input_ids"], batch["attention_mask"], int(batch["width"]),
+            temperature=self.temperature, chunk_tokens=self.logprob_chunk_tokens,
         )
-        logits = out.logits[:, :-1, :].float() / self.temperature
-        targets = batch["input_ids"][:, -width:]
-        return selective_log_softmax(logits, targets)
 
     # ----------------------------------------------------------------------------- update
     def step(self, groups: Sequence[Group]) -> dict[str, float]:
