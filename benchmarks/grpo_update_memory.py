@@ -39,8 +39,9 @@ def _status_mb(field: str) -> float:
     raise KeyError(field)
 
 
-def one(g: int, tokens: int, prompt_tokens: int, micro: int, checkpointing: bool,
-        mmap_threshold: int) -> dict:
+def one(
+    g: int, tokens: int, prompt_tokens: int, micro: int, checkpointing: bool, mmap_threshold: int
+) -> dict:
     import random
 
     from optiforge.platform.resources import apply_budget
@@ -52,8 +53,28 @@ def one(g: int, tokens: int, prompt_tokens: int, micro: int, checkpointing: bool
     llm = from_spec("smollm2")
     learner = GRPOLearner(llm, micro_batch_size=micro, gradient_checkpointing=checkpointing, seed=0)
     rng = random.Random(0)
-    words = ["def", "return", "bins", "item", "score", "np.", "max(", "min(", "for", "in", "if", "else",
-             "capacity", "-", "+", "*", "0.5", "1", ":", "\n    "]
+    words = [
+        "def",
+        "return",
+        "bins",
+        "item",
+        "score",
+        "np.",
+        "max(",
+        "min(",
+        "for",
+        "in",
+        "if",
+        "else",
+        "capacity",
+        "-",
+        "+",
+        "*",
+        "0.5",
+        "1",
+        ":",
+        "\n    ",
+    ]
 
     def text(n_tokens: int) -> str:
         out = []
@@ -69,11 +90,19 @@ def one(g: int, tokens: int, prompt_tokens: int, micro: int, checkpointing: bool
     t0 = time.perf_counter()
     learner.step([group])
     seconds = time.perf_counter() - t0
-    return {"G": g, "tokens": tokens, "prompt_tokens": prompt_tokens, "micro_batch_size": micro,
-            "gradient_checkpointing": checkpointing, "mmap_threshold": mmap_threshold,
-            "rss_before_mb": round(before),
-            "update_peak_mb": round(_status_mb("VmHWM")), "seconds": round(seconds, 1),
-            "threads": os.environ.get("OMP_NUM_THREADS"), "load_avg": round(os.getloadavg()[0], 1)}
+    return {
+        "G": g,
+        "tokens": tokens,
+        "prompt_tokens": prompt_tokens,
+        "micro_batch_size": micro,
+        "gradient_checkpointing": checkpointing,
+        "mmap_threshold": mmap_threshold,
+        "rss_before_mb": round(before),
+        "update_peak_mb": round(_status_mb("VmHWM")),
+        "seconds": round(seconds, 1),
+        "threads": os.environ.get("OMP_NUM_THREADS"),
+        "load_avg": round(os.getloadavg()[0], 1),
+    }
 
 
 def main() -> None:
@@ -82,8 +111,12 @@ def main() -> None:
     ap.add_argument("--tokens", type=int, default=384)
     ap.add_argument("--prompt-tokens", type=int, default=700)
     ap.add_argument("--configs", default="4:off,1:off,1:on", help="micro:checkpointing pairs")
-    ap.add_argument("--mmap-threshold", type=int, default=DEFAULT_MMAP_THRESHOLD,
-                    help="glibc mmap threshold in bytes (0: glibc's dynamic default)")
+    ap.add_argument(
+        "--mmap-threshold",
+        type=int,
+        default=DEFAULT_MMAP_THRESHOLD,
+        help="glibc mmap threshold in bytes (0: glibc's dynamic default)",
+    )
     ap.add_argument("--child", default=None, help=argparse.SUPPRESS)
     args = ap.parse_args()
     if args.mmap_threshold < 0:
@@ -91,17 +124,42 @@ def main() -> None:
         sys.exit(2)
     if args.child:
         micro, ck = args.child.split(":")
-        print(json.dumps(one(args.g, args.tokens, args.prompt_tokens, int(micro), ck == "on",
-                             args.mmap_threshold)), flush=True)
+        print(
+            json.dumps(
+                one(
+                    args.g,
+                    args.tokens,
+                    args.prompt_tokens,
+                    int(micro),
+                    ck == "on",
+                    args.mmap_threshold,
+                )
+            ),
+            flush=True,
+        )
         return
     for config in args.configs.split(","):
         parts = config.split(":")
         if len(parts) != 2 or not parts[0].isdigit() or parts[1] not in ("on", "off"):
             print(f"error: --configs: expected micro:on|off pairs, got {config!r}", file=sys.stderr)
             sys.exit(2)
-        subprocess.run([sys.executable, __file__, "--g", str(args.g), "--tokens", str(args.tokens),
-                        "--prompt-tokens", str(args.prompt_tokens),
-                        "--mmap-threshold", str(args.mmap_threshold), "--child", config], check=True)
+        subprocess.run(
+            [
+                sys.executable,
+                __file__,
+                "--g",
+                str(args.g),
+                "--tokens",
+                str(args.tokens),
+                "--prompt-tokens",
+                str(args.prompt_tokens),
+                "--mmap-threshold",
+                str(args.mmap_threshold),
+                "--child",
+                config,
+            ],
+            check=True,
+        )
 
 
 if __name__ == "__main__":

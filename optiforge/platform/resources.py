@@ -70,8 +70,12 @@ def _libc() -> ctypes.CDLL | None:
     return lib if hasattr(lib, "mallopt") and hasattr(lib, "malloc_trim") else None
 
 
-def apply_budget(threads: int | None = None, *, malloc_arenas: int = 2,
-                 mmap_threshold: int = DEFAULT_MMAP_THRESHOLD) -> int:
+def apply_budget(
+    threads: int | None = None,
+    *,
+    malloc_arenas: int = 2,
+    mmap_threshold: int = DEFAULT_MMAP_THRESHOLD,
+) -> int:
     """Apply the thread and allocator budget to this process; returns the thread count.
 
     ``OMP_NUM_THREADS`` and ``OMP_WAIT_POLICY`` only take effect if OpenMP has not started
@@ -96,8 +100,11 @@ def apply_budget(threads: int | None = None, *, malloc_arenas: int = 2,
         On a thread count below 1 or a negative ``malloc_arenas`` / ``mmap_threshold``.
     """
     if threads is None:
-        threads = int(os.environ["OMP_NUM_THREADS"]) if os.environ.get("OMP_NUM_THREADS", "").isdigit() \
+        threads = (
+            int(os.environ["OMP_NUM_THREADS"])
+            if os.environ.get("OMP_NUM_THREADS", "").isdigit()
             else thread_budget()
+        )
     if isinstance(threads, bool) or not isinstance(threads, int) or threads < 1:
         raise ValueError(f"threads: expected an int >= 1, got {threads!r}")
     for name, value in (("malloc_arenas", malloc_arenas), ("mmap_threshold", mmap_threshold)):

@@ -24,15 +24,21 @@ def test_thread_budget_reads_the_environment(monkeypatch):
 
 def test_apply_budget_in_a_fresh_process():
     # A fresh interpreter: OpenMP reads its variables once, when torch loads it.
-    code = ("import os; from optiforge.platform import resources as r; n = r.apply_budget(); "
-            "import torch; r.release_free_memory(); "
-            "print(n, os.environ['OMP_NUM_THREADS'], os.environ['OMP_WAIT_POLICY'], torch.get_num_threads())")
+    code = (
+        "import os; from optiforge.platform import resources as r; n = r.apply_budget(); "
+        "import torch; r.release_free_memory(); "
+        "print(n, os.environ['OMP_NUM_THREADS'], os.environ['OMP_WAIT_POLICY'], torch.get_num_threads())"
+    )
     env = {k: v for k, v in os.environ.items() if k not in ("OMP_NUM_THREADS", "OMP_WAIT_POLICY")}
     env["OPTIFORGE_THREADS"] = "1"
-    out = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, text=True, check=True)
+    out = subprocess.run(
+        [sys.executable, "-c", code], env=env, capture_output=True, text=True, check=True
+    )
     assert out.stdout.split() == ["1", "1", "passive", "1"]
     env["OMP_NUM_THREADS"] = "2"  # the user's explicit choice wins
-    out = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, text=True, check=True)
+    out = subprocess.run(
+        [sys.executable, "-c", code], env=env, capture_output=True, text=True, check=True
+    )
     assert out.stdout.split()[:2] == ["2", "2"]
     with pytest.raises(ValueError, match="^threads:"):
         resources.apply_budget(0)
@@ -67,8 +73,12 @@ print(rss_mb() - base)
 @pytest.mark.skipif(not sys.platform.startswith("linux"), reason="glibc's allocator")
 def test_fixed_mmap_threshold_returns_freed_tensors_to_the_os():
     def retained_mb(threshold: int) -> int:
-        out = subprocess.run([sys.executable, "-c", _HOLES, str(threshold)], capture_output=True,
-                             text=True, check=True)
+        out = subprocess.run(
+            [sys.executable, "-c", _HOLES, str(threshold)],
+            capture_output=True,
+            text=True,
+            check=True,
+        )
         return int(out.stdout.split()[-1])
 
     # glibc's dynamic default (0): the 200 MiB freed between live tensors stays in the RSS.

@@ -29,4 +29,7 @@ def test_int4_weights_own_their_memory(bundled_int4) -> None:
         address = p.data_ptr()
         assert not any(start <= address < end for start, end in mapped)
     # The output head is still the embedding (one copy, tied).
-    assert model.get_output_embeddings().weight.data_ptr() == model.get_input_embeddings().weight.data_ptr()
+    assert (
+        model.get_output_embeddings().weight.data_ptr()
+        == model.get_input_embeddings().weight.data_ptr()
+    )

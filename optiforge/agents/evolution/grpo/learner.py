@@ -47,10 +47,16 @@ Group = tuple[str, Sequence[str | Completion], Sequence[float]]
 def _check_target_modules(value: Any) -> str | list[str]:
     if isinstance(value, str) and value.strip():
         return value
-    if (not isinstance(value, str) and isinstance(value, Sequence) and value
-            and all(isinstance(t, str) and t for t in value)):
+    if (
+        not isinstance(value, str)
+        and isinstance(value, Sequence)
+        and value
+        and all(isinstance(t, str) and t for t in value)
+    ):
         return list(value)
-    raise ValueError(f"target_modules: must be 'all-linear' or a non-empty list of names, got {value!r}")
+    raise ValueError(
+        f"target_modules: must be 'all-linear' or a non-empty list of names, got {value!r}"
+    )
 
 
 class GRPOLearner:
@@ -201,20 +207,31 @@ class GRPOLearner:
             for n, p in model.named_parameters():
                 p.requires_grad_(f".{name}." in n and "lora_" in n)
             if gradient_checkpointing:
-                model.gradient_checkpointing_enable(gradient_checkpointing_kwargs={"use_reentrant": False})
+                model.gradient_checkpointing_enable(
+                    gradient_checkpointing_kwargs={"use_reentrant": False}
+                )
             return model
-        quantised = bool(getattr(model, "is_loaded_in_4bit", False) or getattr(model, "is_loaded_in_8bit", False))
+        quantised = bool(
+            getattr(model, "is_loaded_in_4bit", False) or getattr(model, "is_loaded_in_8bit", False)
+        )
         if quantised:
             # QLoRA preparation: freeze the base, keep norms/embeddings in fp32 for stable grads.
             model = prepare_model_for_kbit_training(
-                model, use_gradient_checkpointing=gradient_checkpointing,
+                model,
+                use_gradient_checkpointing=gradient_checkpointing,
                 gradient_checkpointing_kwargs={"use_reentrant": False},
             )
         elif gradient_checkpointing:
-            model.gradient_checkpointing_enable(gradient_checkpointing_kwargs={"use_reentrant": False})
+            model.gradient_checkpointing_enable(
+                gradient_checkpointing_kwargs={"use_reentrant": False}
+            )
         config = LoraConfig(
-            r=self.lora_r, lora_alpha=self.lora_alpha, lora_dropout=self.lora_dropout,
-            target_modules=self.target_modules, bias="none", task_type="CAUSAL_LM",
+            r=self.lora_r,
+            lora_alpha=self.lora_alpha,
+            lora_dropout=self.lora_dropout,
+            target_modules=self.target_modules,
+            bias="none",
+            task_type="CAUSAL_LM",
         )
         try:
             with torch.random.fork_rng(devices=[]):
@@ -264,14 +281,20 @@ class GRPOLearner:
             prompt, completions, rewards = g
             if not isinstance(prompt, str) or not prompt:
                 raise ValueError(f"groups[{k}]: prompt must be a non-empty str")
-            if isinstance(completions, (str, bytes)) or not isinstance(completions, Sequence) or not completions:
+            if (
+                isinstance(completions, (str, bytes))
+                or not isinstance(completions, Sequence)
+                or not completions
+            ):
                 raise ValueError(f"groups[{k}]: completions must be a non-empty list of str")
             if not all(isinstance(c, (str, Completion)) for c in completions):
                 raise ValueError(f"groups[{k}]: completions must be str or Completion")
             if isinstance(rewards, (str, bytes)) or not isinstance(rewards, Sequence):
                 raise ValueError(f"groups[{k}]: rewards must be a list of numbers")
             if len(rewards) != len(completions):
-                raise ValueError(f"groups[{k}]: {len(completions)} completions but {len(rewards)} rewards")
+                raise ValueError(
+                    f"groups[{k}]: {len(completions)} completions but {len(rewards)} rewards"
+                )
             for r in rewards:
                 if isinstance(r, bool) or not isinstance(r, (int, float)) or not math.isfinite(r):
                     raise ValueError(f"groups[{k}]: rewards must be finite numbers, got {r!r}")
@@ -309,11 +332,16 @@ class GRPOLearner:
                 attention[i, p : p + len(s)] = 1
                 mask[i, : len(s)] = 1.0
         dev = self.device
-        return {"input_ids": input_ids.to(dev), "attention_mask": attention.to(dev),
-                "mask": mask.to(dev), "width": torch.tensor(width)}
+        return {
+            "input_ids": input_ids.to(dev),
+            "attention_mask": attention.to(dev),
+            "mask": mask.to(dev),
+            "width": torch.tensor(width),
+        }
 
-    def _micro_batches(self, batch: dict[str, torch.Tensor],
-                       advantages: torch.Tensor) -> list[tuple[dict[str, torch.Tensor], torch.Tensor]]:
+    def _micro_batches(
+        self, batch: dict[str, torch.Tensor], advantages: torch.Tensor
+    ) -> list[tuple[dict[str, torch.Tensor], torch.Tensor]]:
         """Split one group's batch into micro-batches of :attr:`micro_batch_size` sequences,
         each cut to its own longest completion (right padding beyond it is dropped)."""
         out = []
@@ -324,16 +352,28 @@ class GRPOLearner:
             rows = slice(start, start + self.micro_batch_size)
             mask = batch["mask"][rows]
             w = max(1, int(mask.sum(dim=1).max().item()))
-            out.append(({"input_ids": batch["input_ids"][rows, : prompt_len + w],
-                         "attention_mask": batch["attention_mask"][rows, : prompt_len + w],
-                         "mask": mask[:, :w], "width": torch.tensor(w)}, advantages[rows]))
+            out.append(
+                (
+                    {
+                        "input_ids": batch["input_ids"][rows, : prompt_len + w],
+                        "attention_mask": batch["attention_mask"][rows, : prompt_len + w],
+                        "mask": mask[:, :w],
+                        "width": torch.tensor(w),
+                    },
+                    advantages[rows],
+                )
+            )
         return out
 
     def _logps(self, batch: dict[str, torch.Tensor]) -> torch.Tensor:
         """Per-token log-probabilities of the completion tokens, shape ``(G, width)``."""
         return logprobs.completion_logprobs(
-            self.model, batch["input_ids"], batch["attention_mask"], int(batch["width"]),
-            temperature=self.temperature, chunk_tokens=self.logprob_chunk_tokens,
+            self.model,
+            batch["input_ids"],
+            batch["attention_mask"],
+            int(batch["width"]),
+            temperature=self.temperature,
+            chunk_tokens=self.logprob_chunk_tokens,
         )
 
     # ----------------------------------------------------------------------------- update
@@ -384,7 +424,8 @@ class GRPOLearner:
             for _ in range(self.num_iterations):
                 self.optimizer.zero_grad(set_to_none=True)
                 loss, kl_sum, clip_sum = self._accumulate_gradients(
-                    batches, advantages, ref, old, n_tokens=n_tokens, n_seqs=n_seqs)
+                    batches, advantages, ref, old, n_tokens=n_tokens, n_seqs=n_seqs
+                )
                 totals["grad_norm"] += self._apply_update()
                 totals["loss"] += loss
                 totals["kl"] += kl_sum / max(n_tokens, 1.0)
@@ -414,13 +455,22 @@ class GRPOLearner:
             logps = self._logps(batch)
             old_k = logps.detach() if old is None else old[k]
             ptl, ptkl, clipped = grpo_token_loss(
-                logps, old_k, None if ref is None else ref[k], advantages[k], batch["mask"],
-                epsilon=self.epsilon, beta=self.beta,
+                logps,
+                old_k,
+                None if ref is None else ref[k],
+                advantages[k],
+                batch["mask"],
+                epsilon=self.epsilon,
+                beta=self.beta,
             )
             # Each group is a slice of one batch: normalise by the whole batch's count, so the
             # accumulated gradient is that of the batch loss (one optimizer step for all).
-            loss = aggregate_token_loss(ptl, batch["mask"], self.loss_type,
-                                        normalizer=n_tokens if self.loss_type == "dapo" else n_seqs)
+            loss = aggregate_token_loss(
+                ptl,
+                batch["mask"],
+                self.loss_type,
+                normalizer=n_tokens if self.loss_type == "dapo" else n_seqs,
+            )
             loss.backward()
             loss_sum += float(loss.detach())
             kl_sum += float(ptkl.detach().sum())
@@ -448,11 +498,18 @@ class GRPOLearner:
     # ----------------------------------------------------------------------------- persistence
     def _hparams(self) -> dict[str, Any]:
         return {
-            "lora_r": self.lora_r, "lora_alpha": self.lora_alpha, "lora_dropout": self.lora_dropout,
-            "target_modules": self.target_modules, "lr": self.lr, "beta": self.beta,
-            "epsilon": self.epsilon, "max_grad_norm": self.max_grad_norm,
-            "num_iterations": self.num_iterations, "loss_type": self.loss_type,
-            "temperature": self.temperature, "seed": self.seed,
+            "lora_r": self.lora_r,
+            "lora_alpha": self.lora_alpha,
+            "lora_dropout": self.lora_dropout,
+            "target_modules": self.target_modules,
+            "lr": self.lr,
+            "beta": self.beta,
+            "epsilon": self.epsilon,
+            "max_grad_norm": self.max_grad_norm,
+            "num_iterations": self.num_iterations,
+            "loss_type": self.loss_type,
+            "temperature": self.temperature,
+            "seed": self.seed,
         }
 
     def save(self, directory: str | os.PathLike[str]) -> Path:
@@ -472,10 +529,16 @@ class GRPOLearner:
         """
         hparams = self._hparams()
         return checkpoint.save_checkpoint(
-            directory, self.model, self.adapter_name,
+            directory,
+            self.model,
+            self.adapter_name,
             state={"optimizer": self._optimizer_state(), "step": self._step, "hparams": hparams},
-            info={"step": self._step, "stats": self.last_stats, "hparams": hparams,
-                  "trainable_parameters": self.trainable_parameters()},
+            info={
+                "step": self._step,
+                "stats": self.last_stats,
+                "hparams": hparams,
+                "trainable_parameters": self.trainable_parameters(),
+            },
         )
 
     def _optimizer_state(self) -> dict[str, Any]:

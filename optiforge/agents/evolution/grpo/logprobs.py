@@ -28,8 +28,9 @@ PLAIN_HEAD_MODEL_TYPES = frozenset({"llama", "mistral", "qwen2", "qwen3"})
 CHUNK_TOKENS = 64  # 64 x 49 152 fp32 logits = 12 MB per chunk for the bundled model
 
 
-def _head_logps(head: torch.nn.Module, hidden: torch.Tensor, targets: torch.Tensor,
-                temperature: float) -> torch.Tensor:
+def _head_logps(
+    head: torch.nn.Module, hidden: torch.Tensor, targets: torch.Tensor, temperature: float
+) -> torch.Tensor:
     logits = head(hidden).float()
     if temperature != 1.0:
         logits = logits / temperature
@@ -48,15 +49,23 @@ def split_causal_lm(model: Any) -> tuple[torch.nn.Module, torch.nn.Module] | Non
     if getattr(config, "model_type", None) not in PLAIN_HEAD_MODEL_TYPES:
         return None
     decoder = getattr(causal_lm, getattr(causal_lm, "base_model_prefix", ""), None)
-    head = causal_lm.get_output_embeddings() if hasattr(causal_lm, "get_output_embeddings") else None
+    head = (
+        causal_lm.get_output_embeddings() if hasattr(causal_lm, "get_output_embeddings") else None
+    )
     if not isinstance(decoder, torch.nn.Module) or not isinstance(head, torch.nn.Module):
         return None
     return decoder, head
 
 
-def completion_logprobs(model: Any, input_ids: torch.Tensor, attention_mask: torch.Tensor,
-                        width: int, *, temperature: float = 1.0,
-                        chunk_tokens: int | None = CHUNK_TOKENS) -> torch.Tensor:
+def completion_logprobs(
+    model: Any,
+    input_ids: torch.Tensor,
+    attention_mask: torch.Tensor,
+    width: int,
+    *,
+    temperature: float = 1.0,
+    chunk_tokens: int | None = CHUNK_TOKENS,
+) -> torch.Tensor:
     """Log-probabilities of the last ``width`` tokens of each row, shape ``(rows, width)``.
 
     Parameters
@@ -96,12 +105,17 @@ def completion_logprobs(model: Any, input_ids: torch.Tensor, attention_mask: tor
     parts = None if chunk_tokens is None else split_causal_lm(model)
     if parts is None:
         # Same value from the full logits of the positions that predict the completion.
-        out = model(input_ids=input_ids, attention_mask=attention_mask,
-                    logits_to_keep=width + 1, use_cache=False)
+        out = model(
+            input_ids=input_ids,
+            attention_mask=attention_mask,
+            logits_to_keep=width + 1,
+            use_cache=False,
+        )
         return _head_logps(torch.nn.Identity(), out.logits[:, :-1, :], targets, temperature)
     decoder, head = parts
-    hidden = decoder(input_ids=input_ids, attention_mask=attention_mask,
-                     use_cache=False).last_hidden_state
+    hidden = decoder(
+        input_ids=input_ids, attention_mask=attention_mask, use_cache=False
+    ).last_hidden_state
     # Position p's hidden state predicts token p + 1: the completion's predictors end one
     # position before the row does.
     hidden = hidden[:, length - width - 1 : length - 1, :]

@@ -19,8 +19,12 @@ GROUP_COMPLETIONS = [Completion(GOOD, finish_reason="stop"), BAD, "def square(x)
 def full_logits_logps(model, batch, temperature: float) -> torch.Tensor:
     """The learner's previous code path: the full logits, then TRL's selective_log_softmax."""
     width = int(batch["width"])
-    out = model(input_ids=batch["input_ids"], attention_mask=batch["attention_mask"],
-                logits_to_keep=width + 1, use_cache=False)
+    out = model(
+        input_ids=batch["input_ids"],
+        attention_mask=batch["attention_mask"],
+        logits_to_keep=width + 1,
+        use_cache=False,
+    )
     logits = out.logits[:, :-1, :].float() / temperature
     return selective_log_softmax(logits, batch["input_ids"][:, -width:])
 
@@ -37,14 +41,16 @@ def test_chunks_match_the_full_logits(fresh_llm) -> None:
         expected = full_logits_logps(learner.model, batch, 0.7)
         with learner.model.disable_adapter():
             expected_ref = full_logits_logps(learner.model, batch, 0.7)
-            ref = completion_logprobs(learner.model, ids, attention, width, temperature=0.7,
-                                      chunk_tokens=4)
+            ref = completion_logprobs(
+                learner.model, ids, attention, width, temperature=0.7, chunk_tokens=4
+            )
     mask = batch["mask"].bool()
     assert width > 8  # several chunks, the last one partial
     for chunk in (4, 5, width, None):
         with torch.no_grad():
-            got = completion_logprobs(learner.model, ids, attention, width, temperature=0.7,
-                                      chunk_tokens=chunk)
+            got = completion_logprobs(
+                learner.model, ids, attention, width, temperature=0.7, chunk_tokens=chunk
+            )
         assert got.shape == expected.shape
         torch.testing.assert_close(got[mask], expected[mask], rtol=0, atol=1e-5)
     torch.testing.assert_close(ref[mask], expected_ref[mask], rtol=0, atol=1e-5)
