@@ -10,9 +10,10 @@ The process gets the campaign's thread and allocator budget first
 dynamic mmap threshold (the campaign's allocator before the fixed threshold) to compare.
 
 Usage: python benchmarks/grpo_update_memory.py [--g 4] [--tokens 384] [--prompt-tokens 700]
-       [--configs 4:off,1:off,1:on] [--mmap-threshold BYTES]
+       [--configs 4:off,1:off,1:on] [--mmap-threshold BYTES] [--phases]
 Prints one JSON line per configuration: micro-batch size, gradient checkpointing, RSS before
-the update, peak during it, seconds.
+the update, peak during it, seconds; with ``--phases`` also the RSS before, peak and RSS after
+of every forward pass (the reference's without grad, the policy's with) and backward pass.
 """
 
 from __future__ import annotations
@@ -39,8 +40,50 @@ def _status_mb(field: str) -> float:
     raise KeyError(field)
 
 
+def _trace_phases(learner: object) -> list[dict]:
+    """Record the peak RSS of every forward pass and backward pass of the update (a list that
+    fills as it runs). Measurement only: VmHWM is reset before each phase and read after it."""
+    import torch
+
+    rows: list[dict] = []
+
+    def traced(name: str, fn):
+        def run(*args, **kwargs):
+            phase = (
+                name
+                if name == "backward"
+                else f"forward ({'grad' if torch.is_grad_enabled() else 'no grad'})"
+            )
+            before = _status_mb("VmRSS")
+            Path("/proc/self/clear_refs").write_text("5")
+            try:
+                return fn(*args, **kwargs)
+            finally:
+                rows.append(
+                    {
+                        "phase": phase,
+                        "rss_before_mb": round(before),
+                        "peak_mb": round(_status_mb("VmHWM")),
+                        "rss_after_mb": round(_status_mb("VmRSS")),
+                    }
+                )
+                Path("/proc/self/clear_refs").write_text("5")
+
+        return run
+
+    learner._logps = traced("forward", learner._logps)
+    torch.Tensor.backward = traced("backward", torch.Tensor.backward)
+    return rows
+
+
 def one(
-    g: int, tokens: int, prompt_tokens: int, micro: int, checkpointing: bool, mmap_threshold: int
+    g: int,
+    tokens: int,
+    prompt_tokens: int,
+    micro: int,
+    checkpointing: bool,
+    mmap_threshold: int,
+    phases: bool = False,
 ) -> dict:
     import random
 
@@ -85,12 +128,15 @@ def one(
 
     prompt = llm.format_prompt(text(prompt_tokens))
     group = (prompt, [text(tokens) for _ in range(g)], [float(i) for i in range(g)])
+    rows = _trace_phases(learner) if phases else []
     before = _status_mb("VmRSS")
     Path("/proc/self/clear_refs").write_text("5")
     t0 = time.perf_counter()
     learner.step([group])
     seconds = time.perf_counter() - t0
-    return {
+    # With --phases VmHWM restarts at every phase: the update's peak is the largest phase's.
+    peak = max([_status_mb("VmHWM")] + [r["peak_mb"] for r in rows])
+    result = {
         "G": g,
         "tokens": tokens,
         "prompt_tokens": prompt_tokens,
@@ -98,11 +144,14 @@ def one(
         "gradient_checkpointing": checkpointing,
         "mmap_threshold": mmap_threshold,
         "rss_before_mb": round(before),
-        "update_peak_mb": round(_status_mb("VmHWM")),
+        "update_peak_mb": round(peak),
         "seconds": round(seconds, 1),
         "threads": os.environ.get("OMP_NUM_THREADS"),
         "load_avg": round(os.getloadavg()[0], 1),
     }
+    if phases:
+        result["phases"] = rows
+    return result
 
 
 def main() -> None:
@@ -116,6 +165,11 @@ def main() -> None:
         type=int,
         default=DEFAULT_MMAP_THRESHOLD,
         help="glibc mmap threshold in bytes (0: glibc's dynamic default)",
+    )
+    ap.add_argument(
+        "--phases",
+        action="store_true",
+        help="also report the peak RSS of every forward and backward pass of the update",
     )
     ap.add_argument("--child", default=None, help=argparse.SUPPRESS)
     args = ap.parse_args()
@@ -133,6 +187,7 @@ def main() -> None:
                     int(micro),
                     ck == "on",
                     args.mmap_threshold,
+                    args.phases,
                 )
             ),
             flush=True,
@@ -157,7 +212,8 @@ def main() -> None:
                 str(args.mmap_threshold),
                 "--child",
                 config,
-            ],
+            ]
+            + (["--phases"] if args.phases else []),
             check=True,
         )
 

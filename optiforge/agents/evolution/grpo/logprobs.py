@@ -12,6 +12,12 @@ no more than one chunk's logits live at any time.
 The value is the same as the log-softmax of the full temperature-scaled logits gathered at the
 sampled tokens (TRL's ``selective_log_softmax``), up to the floating-point order of the head's
 matrix product over a chunk instead of the whole sequence.
+
+References
+----------
+.. [1] Shao et al., "DeepSeekMath", arXiv:2402.03300, 2024 (GRPO's per-token ratios and KL).
+.. [2] Chen et al., "Training Deep Nets with Sublinear Memory Cost", arXiv:1604.06174, 2016
+   (recomputing activations in the backward pass).
 """
 
 from __future__ import annotations
