@@ -3,11 +3,17 @@
 Budget 100 evaluations, 5 initial points, several seeds; prints the median best value per
 method and function (markdown) and writes a convergence plot to docs/img/hollm_convergence.png.
 
-    python benchmarks/hollm_quality.py --seeds 5 [--methods hollm-sobol,random,tpe,cmaes]
-    python benchmarks/hollm_quality.py --methods hollm-llm --functions hartmann-6 --seeds 1
+    python benchmarks/hollm_quality.py --seeds 5 [--methods hollm-gp-ts,hollm-sobol,random,tpe,cmaes]
+    python benchmarks/hollm_quality.py --methods hollm-llm --functions hartmann-6 --seeds 1 \
+        [--llm llamacpp:smollm2?n_ctx=8192] [--llm-options '{"context_points": 10}']
 
-``hollm-llm`` uses the bundled model (``optiforge.platform.llm.from_spec("smollm2:none")``).
-Results are cached as JSON (``--out``) so methods can be run separately and plotted together.
+``hollm-llm`` is HOLLM with the LLM proposer and the default (``gp``) predictor, ``hollm-llm-llm``
+with the LLM predictor too; both use ``--llm`` (default: the bundled SmolLM2-135M on the
+in-process llama.cpp engine). For them the agent's counters (prompts, unparsable answers,
+candidates outside the region, duplicates, accepted candidates, points filled in by the agent)
+and the seconds per ask are stored under ``"llm_stats"``, and ``--replies`` appends every
+prompt and answer to a JSONL file. Results are cached as JSON (``--out``) so methods can be run
+separately and plotted together.
 """
 
 from __future__ import annotations
@@ -27,20 +33,69 @@ from optiforge.agents.hollm import HOLLMAgent  # noqa: E402
 from optiforge.blackbox import get_blackbox_task  # noqa: E402
 
 FUNCTIONS = ["ackley-20", "levy-10", "rastrigin-10", "rosenbrock-8", "hartmann-6"]
-METHODS = ["hollm-sobol", "hollm-gaussian", "random", "tpe", "cmaes"]
+LLM_ARMS = {"hollm-llm": "gp", "hollm-llm-llm": "llm"}
+"""HOLLM with the LLM proposer, by predictor."""
+METHODS = ["hollm-gp-ts", "hollm-sobol", "hollm-gaussian", "random", "tpe", "cmaes"]
 BUDGET, N_INIT, BATCH = 100, 5, 4
+LLM_SPEC = "llamacpp:smollm2?n_ctx=8192"
+"""The fastest local engine for the bundled model (docs/benchmarks/llm.md); one context holds
+the M = 5 region prompts of a batch."""
 
 
-def run_hollm(task, seed: int, proposer: str, llm=None) -> list[float]:
-    agent = HOLLMAgent(task.space, {"proposer": proposer, "n_initial": N_INIT, "budget": BUDGET},
-                       llm=llm, seed=seed)
+class RecordingLLM:
+    """The real LLM, with every (prompt, answer) pair kept for the ``--replies`` log."""
+
+    def __init__(self, llm) -> None:
+        self.llm = llm
+        self.log: list[dict] = []
+
+    def generate(self, prompts, n=1, **kwargs):
+        t0 = time.perf_counter()
+        replies = self.llm.generate(prompts, n=n, **kwargs)
+        print(
+            f"  generate: {len(prompts)} prompts, {sum(c.completion_tokens for r in replies for c in r)} "
+            f"tokens, {time.perf_counter() - t0:.1f}s",
+            flush=True,
+        )
+        for prompt, row in zip(prompts, replies, strict=True):
+            self.log.append({"prompt": prompt, "answers": [c.text for c in row]})
+            if os.environ.get("HOLLM_SHOW_ANSWERS"):
+                print("    " + repr(row[0].text[:300]), flush=True)
+        return replies
+
+
+def run_hollm(
+    task,
+    seed: int,
+    proposer: str,
+    llm=None,
+    predictor: str = "gp",
+    options: dict | None = None,
+    stats: dict | None = None,
+) -> list[float]:
+    """One HOLLM run; ``stats`` (if given) receives the agent's counters and the ask times."""
+    config = {
+        "proposer": proposer,
+        "predictor": predictor,
+        "n_initial": N_INIT,
+        "budget": BUDGET,
+        **(options or {}),
+    }
+    agent = HOLLMAgent(task.space, config, llm=llm, seed=seed)
     values: list[float] = []
+    ask_s: list[float] = []
     while len(values) < BUDGET:
         n = N_INIT if not values else min(BATCH, BUDGET - len(values))
-        for p in agent.ask(n):
+        t0 = time.perf_counter()
+        points = agent.ask(n)
+        if values:  # the initial Sobol design asks no model
+            ask_s.append(time.perf_counter() - t0)
+        for p in points:
             v = task(p)
             agent.tell(p, v)
             values.append(v)
+    if stats is not None:
+        stats.update(agent.stats, ask_s=ask_s, options=config)
     return values
 
 
@@ -53,10 +108,14 @@ def run_tpe(task, seed: int) -> list[float]:
     import optuna
 
     optuna.logging.set_verbosity(optuna.logging.WARNING)
-    study = optuna.create_study(sampler=optuna.samplers.TPESampler(seed=seed, n_startup_trials=N_INIT))
+    study = optuna.create_study(
+        sampler=optuna.samplers.TPESampler(seed=seed, n_startup_trials=N_INIT)
+    )
     params = task.space.params
-    study.optimize(lambda t: task({n: t.suggest_float(n, p.low, p.high) for n, p in params.items()}),
-                   n_trials=BUDGET)
+    study.optimize(
+        lambda t: task({n: t.suggest_float(n, p.low, p.high) for n, p in params.items()}),
+        n_trials=BUDGET,
+    )
     return [t.value for t in study.trials]
 
 
@@ -67,8 +126,9 @@ def run_cmaes(task, seed: int) -> list[float]:
     lo = np.array([p.low for p in task.space.params.values()])
     hi = np.array([p.high for p in task.space.params.values()])
     rng = np.random.default_rng(seed)
-    es = cma.CMAEvolutionStrategy(rng.random(d), 0.3, {"bounds": [0, 1], "seed": seed + 1,
-                                                       "verbose": -9, "maxfevals": BUDGET})
+    es = cma.CMAEvolutionStrategy(
+        rng.random(d), 0.3, {"bounds": [0, 1], "seed": seed + 1, "verbose": -9, "maxfevals": BUDGET}
+    )
     values: list[float] = []
     while len(values) < BUDGET:
         xs = es.ask()
@@ -79,32 +139,71 @@ def run_cmaes(task, seed: int) -> list[float]:
 
 
 def main() -> None:
-    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap = argparse.ArgumentParser(
+        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
+    )
     ap.add_argument("--seeds", type=int, default=5)
     ap.add_argument("--methods", default=",".join(METHODS))
     ap.add_argument("--functions", default=",".join(FUNCTIONS))
     ap.add_argument("--out", default="docs/benchmarks/hollm_quality.json")
     ap.add_argument("--plot", default="docs/img/hollm_convergence.png")
+    ap.add_argument(
+        "--first-seed", type=int, default=0, help="seeds first-seed .. first-seed + seeds - 1"
+    )
+    ap.add_argument(
+        "--llm", default=LLM_SPEC, help=f"LLM spec of the hollm-llm arms (default {LLM_SPEC})"
+    )
+    ap.add_argument(
+        "--llm-options", default="{}", help="JSON of extra agent options for the LLM arms"
+    )
+    ap.add_argument("--replies", help="append the LLM arms' prompts and answers to this JSONL file")
     args = ap.parse_args()
+    try:
+        llm_options = json.loads(args.llm_options)
+        if not isinstance(llm_options, dict):
+            raise ValueError
+    except ValueError:
+        ap.error(f"--llm-options: expected a JSON object, got {args.llm_options!r}")
     out = Path(args.out)
     results = json.loads(out.read_text()) if out.exists() else {}
     llm = None
     for method in args.methods.split(","):
-        if method == "hollm-llm" and llm is None:
+        if method in LLM_ARMS and llm is None:
             from optiforge.platform.llm import from_spec
 
-            llm = from_spec("smollm2:none")  # set OMP_NUM_THREADS=1 on a shared machine
+            llm = RecordingLLM(from_spec(args.llm))  # OMP_NUM_THREADS sets its threads
         for fname in args.functions.split(","):
             task = get_blackbox_task(fname)
-            for seed in range(args.seeds):
+            for seed in range(args.first_seed, args.first_seed + args.seeds):
                 t0 = time.perf_counter()
-                if method.startswith("hollm-"):
-                    vals = run_hollm(task, seed, method.split("-", 1)[1], llm)
+                if method in LLM_ARMS:
+                    stats: dict = {"llm": args.llm}
+                    vals = run_hollm(task, seed, "llm", llm, LLM_ARMS[method], llm_options, stats)
+                    results.setdefault("llm_stats", {}).setdefault(method, {}).setdefault(
+                        fname, {}
+                    )[str(seed)] = stats
+                    if args.replies:
+                        with open(args.replies, "a", encoding="utf-8") as fh:
+                            for row in llm.log:
+                                fh.write(
+                                    json.dumps(
+                                        {"method": method, "function": fname, "seed": seed, **row}
+                                    )
+                                    + "\n"
+                                )
+                    llm.log.clear()
+                elif method.startswith("hollm-"):
+                    vals = run_hollm(task, seed, method.split("-", 1)[1])
                 else:
-                    vals = {"random": run_random, "tpe": run_tpe, "cmaes": run_cmaes}[method](task, seed)
+                    vals = {"random": run_random, "tpe": run_tpe, "cmaes": run_cmaes}[method](
+                        task, seed
+                    )
                 results.setdefault(method, {}).setdefault(fname, {})[str(seed)] = vals
-                print(f"{method:15s} {fname:13s} seed {seed}: best {min(vals):9.4f} "
-                      f"({time.perf_counter() - t0:.1f}s)", flush=True)
+                print(
+                    f"{method:15s} {fname:13s} seed {seed}: best {min(vals):9.4f} "
+                    f"({time.perf_counter() - t0:.1f}s)",
+                    flush=True,
+                )
                 out.parent.mkdir(parents=True, exist_ok=True)
                 out.write_text(json.dumps(results))
     report(results)
@@ -112,7 +211,7 @@ def main() -> None:
 
 
 def report(results: dict) -> None:
-    methods = [m for m in ["hollm-llm", *METHODS] if m in results]
+    methods = [m for m in [*LLM_ARMS, *METHODS] if m in results]
     fns = [f for f in FUNCTIONS if any(f in results[m] for m in methods)]
     print("\n| function | " + " | ".join(methods) + " |")
     print("|---" * (len(methods) + 1) + "|")
@@ -120,7 +219,9 @@ def report(results: dict) -> None:
         cells = []
         for m in methods:
             runs = results[m].get(f, {})
-            cells.append(f"{np.median([min(v) for v in runs.values()]):.3f} (n={len(runs)})" if runs else "-")
+            cells.append(
+                f"{np.median([min(v) for v in runs.values()]):.3f} (n={len(runs)})" if runs else "-"
+            )
         print(f"| {f} | " + " | ".join(cells) + " |")
 
 
@@ -130,17 +231,24 @@ def plot(results: dict, path: Path) -> None:
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
 
-    fns = [f for f in FUNCTIONS if any(f in r for r in results.values())]
+    fns = [
+        f for f in FUNCTIONS if any(f in results[m] for m in [*LLM_ARMS, *METHODS] if m in results)
+    ]
     fig, axes = plt.subplots(1, len(fns), figsize=(4 * len(fns), 3.4))
     axes = np.atleast_1d(axes)
     for ax, f in zip(axes, fns, strict=True):
-        for m in [m for m in ["hollm-llm", *METHODS] if m in results and f in results[m]]:
+        for m in [m for m in [*LLM_ARMS, *METHODS] if m in results and f in results[m]]:
             curves = np.array([np.minimum.accumulate(v) for v in results[m][f].values()])
             med = np.median(curves, axis=0)
             x = np.arange(1, curves.shape[1] + 1)
             ax.plot(x, med, label=m)
             if len(curves) > 1:
-                ax.fill_between(x, np.quantile(curves, 0.25, axis=0), np.quantile(curves, 0.75, axis=0), alpha=0.15)
+                ax.fill_between(
+                    x,
+                    np.quantile(curves, 0.25, axis=0),
+                    np.quantile(curves, 0.75, axis=0),
+                    alpha=0.15,
+                )
         ax.set_title(f)
         ax.set_xlabel("evaluations")
         ax.set_yscale("symlog")

@@ -18,6 +18,8 @@ _FLAT_LIST = re.compile(r"\[[^\[\]{}]*\]")
 _NUMBER = r"[-+]?(?:\d+\.?\d*|\.\d+)(?:[eE][-+]?\d+)?"
 _UNQUOTED_KEY = re.compile(r"([{,]\s*)([A-Za-z_][\w\-]*)\s*:")
 _TRAILING_COMMA = re.compile(r",\s*([}\]])")
+_LINE_PREFIX = re.compile(r"^\s*(?:\d+[.):]\s+|[-*]\s+)")
+_SEPARATORS = re.compile(r"[,;\s]+")
 
 
 def _loads_lenient(text: str) -> Any:
@@ -51,9 +53,10 @@ def _as_float(v: Any) -> float | None:
 def parse_candidates(text: str, names: Sequence[str]) -> list[tuple[list[float], float | None]]:
     """Extract points ``[(coords, predicted_value_or_None), ...]`` from an LLM answer.
 
-    Accepts objects with every name in ``names`` (plus an optional ``"value"``), or flat
-    lists of ``d`` (or ``d + 1``, the last being the value) numbers. Items missing a
-    coordinate or holding non-numbers are skipped.
+    Accepts objects with every name in ``names`` (plus an optional ``"value"``), else flat
+    lists of ``d`` (or ``d + 1``, the last being the value) numbers, else lines of ``d`` or
+    ``d + 1`` numbers separated by commas or spaces (the proposer prompt's format). Items
+    missing a coordinate or holding non-numbers are skipped.
     """
     out: list[tuple[list[float], float | None]] = []
     for m in _OBJECT.finditer(text):
@@ -70,7 +73,9 @@ def parse_candidates(text: str, names: Sequence[str]) -> list[tuple[list[float],
             # Not JSON even after repairs: read ``name: number`` pairs directly.
             raw = m.group(0)
             for n in names:
-                hit = re.search(r'["\']?' + re.escape(n) + r'["\']?\s*[:=]\s*(' + _NUMBER + ")", raw)
+                hit = re.search(
+                    r'["\']?' + re.escape(n) + r'["\']?\s*[:=]\s*(' + _NUMBER + ")", raw
+                )
                 if hit is None:
                     break
                 coords.append(float(hit.group(1)))
@@ -82,14 +87,39 @@ def parse_candidates(text: str, names: Sequence[str]) -> list[tuple[list[float],
         return out
     d = len(names)
     for m in _FLAT_LIST.finditer(text):
-        nums = [_as_float(x) for x in m.group(0)[1:-1].split(",") if x.strip()]
-        if any(v is None for v in nums):
-            continue
-        if len(nums) == d:
-            out.append(([float(v) for v in nums], None))  # type: ignore[arg-type]
-        elif len(nums) == d + 1:
-            out.append(([float(v) for v in nums[:d]], float(nums[d])))  # type: ignore[arg-type]
+        _append_numbers(out, [_as_float(x) for x in m.group(0)[1:-1].split(",") if x.strip()], d)
+    if out:
+        return out
+    # Lines of numbers, as the proposer prompt asks for (``x1,...,xd,value``); a leading
+    # list marker ("1.", "-") and enclosing brackets are ignored.
+    for line in text.splitlines():
+        body = _LINE_PREFIX.sub("", line).strip().strip("[]()").strip()
+        if body:
+            _append_numbers(
+                out, [_as_float(x) for x in _SEPARATORS.split(body) if x], d, run_on=True
+            )
     return out
+
+
+def _append_numbers(
+    out: list[tuple[list[float], float | None]],
+    nums: list[float | None],
+    d: int,
+    run_on: bool = False,
+) -> None:
+    """Append ``d`` coordinates (and a value when there are ``d + 1`` numbers) if all are numbers.
+
+    With ``run_on``, a longer row is read as consecutive complete ``coords..., value`` groups
+    of ``d + 1`` (a small model that was asked for one point per line often leaves out the
+    line breaks); an incomplete last group is dropped.
+    """
+    if any(v is None for v in nums):
+        return
+    if len(nums) == d:
+        out.append(([float(v) for v in nums], None))  # type: ignore[arg-type]
+    elif len(nums) == d + 1 or (run_on and len(nums) > d + 1):
+        for s in range(0, len(nums) - d, d + 1):
+            out.append(([float(v) for v in nums[s : s + d]], float(nums[s + d])))  # type: ignore[arg-type]
 
 
 def parse_values(text: str, n: int) -> list[float] | None:
@@ -111,6 +141,10 @@ def parse_values(text: str, n: int) -> list[float] | None:
                 vals.append(v)
     if len(vals) >= n:
         return vals[:n]
-    lines = [_as_float(re.sub(r"^\s*(?:\d+[.):]\s+|-\s+)", "", ln)) for ln in text.splitlines() if ln.strip()]
+    lines = [
+        _as_float(re.sub(r"^\s*(?:\d+[.):]\s+|-\s+)", "", ln))
+        for ln in text.splitlines()
+        if ln.strip()
+    ]
     nums = [v for v in lines if v is not None]
     return nums[:n] if len(nums) >= n else None

@@ -1,9 +1,11 @@
 """Prompt texts of HOLLM's LLM proposer and LLM surrogate (predictor).
 
 Both follow the structure of the paper's templates (in our own words): the metric and its
-direction, the evaluated configurations as JSON, the region box as allowed ranges per
-parameter, and a strict JSON answer format. Coordinates are the unit-cube encodings of the
-parameters (as in the authors' minimal implementation), labelled with the parameter names.
+direction, the evaluated configurations, the region box as allowed ranges per parameter, and a
+strict answer format. Coordinates are the unit-cube encodings of the parameters (as in the
+authors' minimal implementation). The surrogate prompt uses JSON as the paper does; the
+proposer prompt uses CSV lines, which a small local model follows better (see
+:func:`candidate_prompt`).
 
 References
 ----------
@@ -34,26 +36,47 @@ def points_json(names: Sequence[str], X: np.ndarray, y: np.ndarray | None, decim
     return json.dumps(rows, separators=(",", ":"))
 
 
+def points_lines(X: np.ndarray, y: np.ndarray, decimals: int) -> str:
+    """Evaluated points as comma-separated lines ``coord,...,coord,value`` (one per point)."""
+    return "\n".join(
+        ",".join(f"{v:.{decimals}f}" for v in X[i]) + f",{_fmt(y[i], 4):g}"
+        for i in range(X.shape[0])
+    )
+
+
 def candidate_prompt(
-    names: Sequence[str], X: np.ndarray, y: np.ndarray, lo: np.ndarray, hi: np.ndarray, k: int,
+    names: Sequence[str],
+    X: np.ndarray,
+    y: np.ndarray,
+    lo: np.ndarray,
+    hi: np.ndarray,
+    k: int,
     decimals: int = 4,
 ) -> str:
-    """The proposer prompt: evaluated points + one region's box -> ``k`` JSON candidates."""
+    """The proposer prompt: evaluated points + one region's box -> ``k`` new points, one per line.
+
+    Deviation from the paper's template (JSON objects keyed by parameter name, in and out): a
+    135M model answered that format with prose or code (0 of 2 answers parsed, measured in
+    docs/benchmarks/hollm.md), and the names cost about 4 tokens per coordinate. Here the
+    points are CSV lines under a header, at most 3 decimals, and the answer asked for is more
+    such lines, which a small model can continue by imitation. The contents (points, values,
+    box, ``k``) are the paper's.
+    """
     d = len(names)
+    decimals = min(decimals, 3)
     ranges = "\n".join(
-        f"- {n}: [{_fmt(a, decimals)}, {_fmt(b, decimals)}]" for n, a, b in zip(names, lo, hi, strict=True)
+        f"- {n}: [{_fmt(a, decimals)}, {_fmt(b, decimals)}]"
+        for n, a, b in zip(names, lo, hi, strict=True)
     )
-    example = "{" + ", ".join(f'"{n}": <float>' for n in names) + ', "value": <predicted value>}'
+    header = ",".join(names) + ",value"
     return (
-        f"You are helping to minimise an expensive black-box function of {d} parameters. "
-        "Lower values are better. Every parameter is normalised to [0, 1].\n\n"
-        f"Evaluated points so far:\n{points_json(names, X, y, decimals)}\n\n"
-        "Allowed ranges for the new points (stay strictly inside them):\n"
+        f"Minimise a black-box function of {d} parameters (each in [0, 1]); lower values are better.\n\n"
+        f"Evaluated points, one per line ({header}):\n{points_lines(X, y, decimals)}\n\n"
+        "Allowed ranges for the new points:\n"
         f"{ranges}\n\n"
-        f"Suggest {k} new, distinct points inside the allowed ranges that you expect to have low "
-        "values. Do not repeat evaluated points. Balance exploiting the best points with "
-        "exploring the allowed region. For each point also predict its value.\n"
-        f"Answer with a JSON list of {k} objects and nothing else, each like:\n{example}"
+        f"Suggest {k} new points inside the allowed ranges that you expect to have low values. "
+        f"Write each point on its own line, in the same format ({header}), where value is your "
+        f"predicted value. Answer with the {k} lines only."
     )
 
 

@@ -68,7 +68,7 @@ def test_llm_proposer_one_batched_call_and_filters(scripted_llm):
     out = LLMProposer(llm, retries=0).propose(REGIONS, 3, ctx)
     assert len(llm.calls) == 1 and len(llm.calls[0]) == 2  # both regions in one batch
     assert "a: [0.0, 0.5]" in llm.calls[0][0] and "a: [0.5, 1.0]" in llm.calls[0][1]
-    assert '"value":1.0' in llm.calls[0][0]  # evaluated points are in the prompt
+    assert "\n0.200,0.800,1\n" in llm.calls[0][0]  # evaluated points are in the prompt (a,b,value)
     for i, group in enumerate(out):
         # midpoint kept once (duplicate dropped), outside dropped, observed point dropped.
         assert all(REGIONS[i].contains(c.u, tol=0.0)[0] for c in group)
