@@ -35,6 +35,15 @@ from optiforge.blackbox import get_blackbox_task  # noqa: E402
 FUNCTIONS = ["ackley-20", "levy-10", "rastrigin-10", "rosenbrock-8", "hartmann-6"]
 LLM_ARMS = {"hollm-llm": "gp", "hollm-llm-llm": "llm"}
 """HOLLM with the LLM proposer, by predictor."""
+COUNTERS = (
+    "llm_prompts",
+    "llm_unparsable",
+    "llm_outside_region",
+    "llm_duplicates",
+    "llm_candidates",
+    "filled",
+)
+"""The agent's counters of what the LLM proposer produced (see ``LLMProposer.propose``)."""
 METHODS = ["hollm-gp-ts", "hollm-sobol", "hollm-gaussian", "random", "tpe", "cmaes"]
 BUDGET, N_INIT, BATCH = 100, 5, 4
 LLM_SPEC = "llamacpp:smollm2?n_ctx=8192"
@@ -157,6 +166,9 @@ def main() -> None:
         "--llm-options", default="{}", help="JSON of extra agent options for the LLM arms"
     )
     ap.add_argument("--replies", help="append the LLM arms' prompts and answers to this JSONL file")
+    ap.add_argument(
+        "--report-only", action="store_true", help="print the tables of --out, run nothing"
+    )
     args = ap.parse_args()
     try:
         llm_options = json.loads(args.llm_options)
@@ -167,7 +179,7 @@ def main() -> None:
     out = Path(args.out)
     results = json.loads(out.read_text()) if out.exists() else {}
     llm = None
-    for method in args.methods.split(","):
+    for method in [m for m in args.methods.split(",") if m and not args.report_only]:
         if method in LLM_ARMS and llm is None:
             from optiforge.platform.llm import from_spec
 
@@ -207,6 +219,7 @@ def main() -> None:
                 out.parent.mkdir(parents=True, exist_ok=True)
                 out.write_text(json.dumps(results))
     report(results)
+    report_llm(results)
     plot(results, Path(args.plot))
 
 
@@ -223,6 +236,32 @@ def report(results: dict) -> None:
                 f"{np.median([min(v) for v in runs.values()]):.3f} (n={len(runs)})" if runs else "-"
             )
         print(f"| {f} | " + " | ".join(cells) + " |")
+
+
+def report_llm(results: dict) -> None:
+    """What the LLM arms' proposers produced, summed over seeds (from the agent's counters)."""
+    print(
+        "\n| arm | function | runs | prompts | answers with a point | points parsed "
+        "| outside the region | duplicates | accepted / requested | points filled in by the agent "
+        "| s per ask (median) |"
+    )
+    print("|---" * 11 + "|")
+    for method, by_fn in results.get("llm_stats", {}).items():
+        for fname, runs in by_fn.items():
+            tot = {k: sum(r.get(k, 0) for r in runs.values()) for k in COUNTERS}
+            requested = sum(
+                r["options"].get("k", 5) * r.get("llm_prompts", 0) for r in runs.values()
+            )
+            parsed = tot["llm_candidates"] + tot["llm_outside_region"] + tot["llm_duplicates"]
+            asked = sum(BUDGET - N_INIT for _ in runs)
+            ask_s = np.median([t for r in runs.values() for t in r["ask_s"]])
+            print(
+                f"| {method} | {fname} | {len(runs)} | {tot['llm_prompts']} "
+                f"| {tot['llm_prompts'] - tot['llm_unparsable']} | {parsed} "
+                f"| {tot['llm_outside_region']} | {tot['llm_duplicates']} "
+                f"| {tot['llm_candidates']} / {requested} ({tot['llm_candidates'] / max(requested, 1):.1%}) "
+                f"| {tot['filled']} / {asked} ({tot['filled'] / asked:.0%}) | {ask_s:.1f} |"
+            )
 
 
 def plot(results: dict, path: Path) -> None:

@@ -1,3 +1,7 @@
+import json
+import re
+from pathlib import Path
+
 import numpy as np
 
 from optiforge.agents.hollm.parsing import parse_candidates, parse_values
@@ -72,3 +76,27 @@ def test_numbered_lines_and_run_on_rows():
     assert (
         parse_candidates("value: 0.1\n0.2, 0.3 is a guess", NAMES) == []
     )  # too few numbers, words
+
+
+def _numbers(text):
+    return [float(x) for x in re.findall(r"-?\d+\.\d+|-?\d+", text)]
+
+
+def test_real_small_model_answers():
+    # Verbatim answers of the bundled SmolLM2-135M to the proposer prompt (Hartmann-6).
+    fixture = json.loads(
+        (Path(__file__).parent / "fixtures" / "smollm2_proposer_answers.json").read_text()
+    )
+    names = fixture["names"]
+    for text in fixture["lines"] + fixture["run_on"]:
+        parsed = parse_candidates(text, names)
+        assert parsed, text
+        written = _numbers(text)
+        for coords, value in parsed:
+            # Every point is 6 numbers the model wrote, in its order (then its value, if any).
+            assert len(coords) == 6
+            row = coords + ([value] if value is not None else [])
+            starts = [i for i in range(len(written)) if written[i : i + len(row)] == row]
+            assert starts, (row, text)
+    for text in fixture["prose"]:
+        assert parse_candidates(text, names) == []
