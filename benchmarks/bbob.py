@@ -496,6 +496,12 @@ def cmd_report(args: argparse.Namespace) -> None:
         print("| " + " | ".join(here) + " |")
         print("|" + "---|" * len(here))
         print("| " + " | ".join(f"{v:.1f}" for v in ask.values()) + " |")
+        reached = {m: float(_ecdf(rows, m, d, HARD, np.array([100.0]))[0]) for m in here}
+        print(
+            "\nShare of (run, target) pairs reached within 100·d evaluations on f15–f24 "
+            "(the ECDF's right end): "
+            + ", ".join(f"{m} {v:.3f}" for m, v in reached.items() if not np.isnan(v))
+        )
         summary[str(d)] = {
             "wins_vs_tpe": {m: {g: list(w) for g, w in wins[m].items()} for m in hollm},
             "wins_f15_f24": {m: {o: list(w) for o, w in versus[m].items()} for m in hollm},
@@ -503,6 +509,7 @@ def cmd_report(args: argparse.Namespace) -> None:
                 f"f{f}": v for f, v in med.items() if any(x is not None for x in v.values())
             },
             "ask_ms": ask,
+            "targets_reached_f15_f24": reached,
             "runs": runs,
         }
     (args.out.parent / "bbob_summary.json").write_text(json.dumps(summary, indent=1))
