@@ -18,7 +18,8 @@ ProgressCallback = Callable[[int, int, float | None], None]
 def campaign_status(store: Store, campaign_id: str) -> Iterator[None]:
     """Mark the campaign ``running`` for the block; ``interrupted`` or ``failed`` if it raises.
 
-    A ``kill -9`` leaves it ``running``, which ``resume`` accepts like ``interrupted``.
+    A ``kill -9`` leaves it stored as ``running``; it reads as ``interrupted`` once its process
+    is gone (see :mod:`~optiforge.platform.store.runners`).
     """
     store.set_campaign_status(campaign_id, "running")
     try:

@@ -272,6 +272,9 @@ def resume(campaign_id: str = typer.Argument(..., help="Campaign id.")) -> None:
     c = store.get_campaign(campaign_id)
     if c.status == "finished":
         raise fail(f"campaign {campaign_id} is already finished")
+    from optiforge.platform.store.runners import check_free
+
+    check_free(c.id, c.status, c.runner)  # before the model loads
     _run_with_progress(store, campaign_id)
 
 

@@ -31,6 +31,7 @@ from optiforge.platform.store.records import (
     LLMCall,
     LLMCallIn,
 )
+from optiforge.platform.store.runners import check_free, runner_state, this_process
 
 _ENDED = ("finished", "failed")
 CANDIDATE_ORDERS = ("number", "-number", "score", "-score")
@@ -40,10 +41,14 @@ DEFAULT_OWNER = "local"
 
 
 def _campaign(r: CampaignRow) -> Campaign:
+    status = r.status
+    if status == "running" and runner_state(r.runner) == "gone":
+        status = "interrupted"  # killed before it could say so
     return Campaign(
         id=r.id, owner=r.owner, name=r.name, task=r.task, agent=r.agent, llm=r.llm, budget=r.budget,
-        seed=r.seed, executor=r.executor, config=r.config, status=r.status,
+        seed=r.seed, executor=r.executor, config=r.config, status=status,
         created_at=r.created_at, updated_at=r.updated_at, finished_at=r.finished_at,
+        runner=r.runner,
     )
 
 
@@ -202,14 +207,24 @@ class CampaignsMixin(StoreBase):
         """Set the status (``created|running|interrupted|finished|failed``).
 
         ``finished_at`` is set when the campaign ends (finished / failed) and cleared when it
-        runs again.
+        runs again. Setting ``running`` claims the campaign for the calling process (its
+        ``runner``); any other status releases it.
+
+        Raises
+        ------
+        ConflictError
+            ``running`` is asked for while another live process on this machine runs it.
         """
         status = v.choice(status, "status", CAMPAIGN_STATUSES)
+        me = this_process()
         with self._write() as s:
             row = self._campaign_row(s, campaign_id)
+            if status == "running":
+                check_free(campaign_id, row.status, row.runner)
             now = utcnow()
             row.status, row.updated_at = status, now
             row.finished_at = now if status in _ENDED else None
+            row.runner = me if status == "running" else None
         return _campaign(row)
 
     # ---------------------------------------------------------------- rounds

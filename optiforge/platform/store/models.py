@@ -101,6 +101,8 @@ class CampaignRow(Base):
     created_at: Mapped[datetime] = mapped_column(UTCDateTime, index=True)
     updated_at: Mapped[datetime] = mapped_column(UTCDateTime)
     finished_at: Mapped[datetime | None] = mapped_column(UTCDateTime)
+    # The process that set it running (revision 0004; see platform/store/runners.py).
+    runner: Mapped[str | None] = mapped_column(String(200))
     __table_args__ = (
         CheckConstraint(
             "status IN ('created', 'running', 'interrupted', 'finished', 'failed')", name="status"

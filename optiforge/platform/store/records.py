@@ -55,7 +55,12 @@ class LLMCallIn:
 
 @dataclass(frozen=True)
 class Campaign:
-    """A stored campaign; ``owner`` is who may see it on the dashboard (``"local"`` for the CLI's)."""
+    """A stored campaign; ``owner`` is who may see it on the dashboard (``"local"`` for the CLI's).
+
+    ``runner`` names the process that set it ``running`` (:mod:`~optiforge.platform.store.runners`).
+    A campaign stored as ``running`` whose runner on this machine has died reads as
+    ``interrupted``: the process was killed before it could say so.
+    """
 
     id: str
     owner: str
@@ -71,6 +76,7 @@ class Campaign:
     created_at: datetime
     updated_at: datetime
     finished_at: datetime | None
+    runner: str | None = None
 
 
 @dataclass(frozen=True)
