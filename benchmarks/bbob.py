@@ -392,8 +392,13 @@ def _wins(med: dict[int, dict[str, float | None]], a: str, b: str, fids) -> tupl
     return sum(med[f][a] < med[f][b] for f in both), len(both)
 
 
+def _load_range(rows: list[dict], method: str, d: int) -> str:
+    loads = [r["load1"] for r in rows if r["method"] == method and r["d"] == d and "load1" in r]
+    return f"{min(loads):.1f}–{max(loads):.1f}" if loads else "–"
+
+
 def _frac(won_compared: tuple[int, int]) -> str:
-    return f"{won_compared[0]}/{won_compared[1]}"
+    return f"{won_compared[0]}/{won_compared[1]}" if won_compared[1] else "–"
 
 
 def cmd_report(args: argparse.Namespace) -> None:
@@ -483,19 +488,14 @@ def cmd_report(args: argparse.Namespace) -> None:
             m: float(np.median([r["ask_ms"] for r in rows if r["method"] == m and r["d"] == d]))
             for m in here
         }
-        loads = [r["load1"] for r in rows if r["d"] == d and "load1" in r]
         print(
-            "\nMedian wall time per suggested point (ms; median over runs of each run's mean"
-            + (
-                f"; 1-min load average at the end of the runs that record it: {min(loads):.1f}–{max(loads):.1f}"
-                if loads
-                else ""
-            )
-            + "):\n"
+            "\nMedian wall time per suggested point (ms; median over runs of each run's mean), and"
+            " the range of the 1-min load average at the end of those runs (– where not recorded):\n"
         )
-        print("| " + " | ".join(here) + " |")
-        print("|" + "---|" * len(here))
-        print("| " + " | ".join(f"{v:.1f}" for v in ask.values()) + " |")
+        print("| | " + " | ".join(here) + " |")
+        print("|---|" + "---|" * len(here))
+        print("| ms per point | " + " | ".join(f"{v:.1f}" for v in ask.values()) + " |")
+        print("| load average | " + " | ".join(_load_range(rows, m, d) for m in here) + " |")
         reached = {m: float(_ecdf(rows, m, d, HARD, np.array([100.0]))[0]) for m in here}
         print(
             "\nShare of (run, target) pairs reached within 100·d evaluations on f15–f24 "
