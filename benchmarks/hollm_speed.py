@@ -1,12 +1,15 @@
 """Speed of the black-box service: ask latency, HTTP round trip, concurrent clients.
 
-1. ``ask`` latency of the HOLLM agent with 1,000 observations in 20-D (sobol proposer; each
-   predictor), in memory and through a store-backed Study (SQLite).
+1. ``ask`` latency of the HOLLM agent with 1,000 observations in 20-D (each ``--proposers``
+   entry, default the LLM-free default ``gp-ts`` and ``sobol``; each predictor), in memory and
+   through a store-backed Study (SQLite, default agent options). Wall time and the process's
+   CPU time per ask are both reported: on a shared machine the wall time grows with the load,
+   the CPU time much less.
 2. HTTP ask+tell round trip on loopback (``optiforge serve`` in its own process, SQLite store,
    one client).
 3. 8 concurrent clients x 100 trials each: throughput, lost and duplicated trials.
 
-    python benchmarks/hollm_speed.py [--repeats 30]
+    python benchmarks/hollm_speed.py [--repeats 30] [--proposers gp-ts,sobol] [--agent-only]
 """
 
 from __future__ import annotations
@@ -26,6 +29,7 @@ import numpy as np  # noqa: E402
 
 from optiforge import create_study  # noqa: E402
 from optiforge.agents.hollm import HOLLMAgent  # noqa: E402
+from optiforge.agents.hollm.proposers import PROPOSERS  # noqa: E402
 from optiforge.blackbox import get_blackbox_task  # noqa: E402
 
 
@@ -34,19 +38,23 @@ def pct(xs: list[float]) -> str:
     return f"p50 {np.percentile(a, 50):.1f} ms, p90 {np.percentile(a, 90):.1f} ms"
 
 
-def agent_latency(predictor: str, repeats: int, proposer: str = "sobol") -> list[float]:
+def agent_latency(
+    predictor: str, repeats: int, proposer: str = "sobol"
+) -> tuple[list[float], list[float]]:
+    """Wall and CPU seconds of ``repeats`` one-point asks after 1,000 told points (Ackley-20)."""
     task = get_blackbox_task("ackley-20")
     agent = HOLLMAgent(task.space, {"proposer": proposer, "predictor": predictor}, seed=0)
     rng = np.random.default_rng(0)
     for p in task.space.sample(rng, 1000):
         agent.tell(p, task(p))
-    times = []
+    wall, cpu = [], []
     for _ in range(repeats):
-        t0 = time.perf_counter()
+        t0, c0 = time.perf_counter(), time.process_time()
         p = agent.ask(1)[0]
-        times.append(time.perf_counter() - t0)
+        cpu.append(time.process_time() - c0)
+        wall.append(time.perf_counter() - t0)
         agent.tell(p, task(p))
-    return times
+    return wall, cpu
 
 
 def study_latency(predictor: str, repeats: int, tmp: str) -> list[float]:
@@ -86,9 +94,23 @@ def start_server(tmp: str):
     exe = Path(sys.executable).with_name("optiforge")
     # One owner drives 8 workers at once in `concurrent`: the operator raises the per-owner
     # ask limit (default 2) for it, as SECURITY.md describes.
-    srv = subprocess.Popen([str(exe), "serve", "--port", str(port), "--db", db, "--log-level", "warning",
-                            "--limit", "max_asks_per_owner=8", "--limit", "max_requests_per_owner=16"],
-                           env=dict(os.environ, OMP_NUM_THREADS="1"))
+    srv = subprocess.Popen(
+        [
+            str(exe),
+            "serve",
+            "--port",
+            str(port),
+            "--db",
+            db,
+            "--log-level",
+            "warning",
+            "--limit",
+            "max_asks_per_owner=8",
+            "--limit",
+            "max_requests_per_owner=16",
+        ],
+        env=dict(os.environ, OMP_NUM_THREADS="1"),
+    )
     url = f"http://127.0.0.1:{port}"
     for _ in range(300):
         try:
@@ -102,7 +124,9 @@ def start_server(tmp: str):
     return srv, url, token
 
 
-def http_round_trip(url: str, token: str, repeats: int, predictor: str | None) -> tuple[list[float], list[float]]:
+def http_round_trip(
+    url: str, token: str, repeats: int, predictor: str | None
+) -> tuple[list[float], list[float]]:
     from optiforge import Client
 
     task = get_blackbox_task("hartmann-6")
@@ -110,7 +134,9 @@ def http_round_trip(url: str, token: str, repeats: int, predictor: str | None) -
     if predictor is None:  # the random agent: the service's own overhead
         study = client.create_study(task.space.to_dict(), agent="random", seed=0)
     else:
-        study = client.create_study(task.space.to_dict(), agent_options={"predictor": predictor}, seed=0)
+        study = client.create_study(
+            task.space.to_dict(), agent_options={"predictor": predictor}, seed=0
+        )
     for _ in range(10):  # past the initial design
         t = study.ask()[0]
         study.tell(t.id, task(t.params))
@@ -130,9 +156,11 @@ def concurrent(url: str, token: str) -> dict:
     from optiforge import Client
 
     client = Client(url, token)
-    study = client.create_study({"x": {"type": "float", "low": 0, "high": 1},
-                                 "y": {"type": "float", "low": 0, "high": 1}},
-                                agent_options={"predictor": "random"}, seed=0)
+    study = client.create_study(
+        {"x": {"type": "float", "low": 0, "high": 1}, "y": {"type": "float", "low": 0, "high": 1}},
+        agent_options={"predictor": "random"},
+        seed=0,
+    )
 
     def worker(w: int) -> list[int]:
         c = Client(url, token)
@@ -149,34 +177,74 @@ def concurrent(url: str, token: str) -> dict:
         ids = [i for r in pool.map(worker, range(8)) for i in r]
     wall = time.perf_counter() - t0
     trials = study.trials
-    return {"wall_s": wall, "told": len(ids), "unique_ids": len(set(ids)), "stored": len(trials),
-            "complete": sum(t.state == "complete" for t in trials),
-            "unique_points": len({(t.params["x"], t.params["y"]) for t in trials})}
+    return {
+        "wall_s": wall,
+        "told": len(ids),
+        "unique_ids": len(set(ids)),
+        "stored": len(trials),
+        "complete": sum(t.state == "complete" for t in trials),
+        "unique_points": len({(t.params["x"], t.params["y"]) for t in trials}),
+    }
 
 
 def main() -> None:
-    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap = argparse.ArgumentParser(
+        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
+    )
     ap.add_argument("--repeats", type=int, default=30)
+    ap.add_argument(
+        "--proposers",
+        default="gp-ts,sobol",
+        help="comma-separated HOLLM proposers for the in-memory ask latency",
+    )
+    ap.add_argument(
+        "--agent-only",
+        action="store_true",
+        help="only the in-memory ask latency (skip the Study, HTTP and concurrency parts)",
+    )
     args = ap.parse_args()
-    print(f"machine: {platform.machine()}, {os.cpu_count()} CPUs, Python {platform.python_version()}")
+    proposers = [p.strip() for p in args.proposers.split(",") if p.strip()]
+    llm_free = [p for p in PROPOSERS if p != "llm"]
+    if not proposers or any(p not in llm_free for p in proposers):
+        ap.error(
+            f"--proposers: expected LLM-free proposers from {', '.join(llm_free)}, got {args.proposers!r}"
+        )
+    print(
+        f"machine: {platform.machine()}, {os.cpu_count()} CPUs, Python {platform.python_version()}, "
+        f"load average {' '.join(f'{x:.2f}' for x in os.getloadavg())}"
+    )
     with tempfile.TemporaryDirectory() as tmp:
-        print("\n## ask latency, 1,000 observations in 20-D, sobol proposer")
-        for pred in ("random", "forest", "gp"):
-            print(f"- agent (in memory), predictor {pred}: {pct(agent_latency(pred, args.repeats))}")
+        print("\n## ask latency, 1,000 observations in 20-D, one point per ask")
+        for proposer in proposers:
+            for pred in ("random", "forest", "gp"):
+                wall, cpu = agent_latency(pred, args.repeats, proposer)
+                print(
+                    f"- agent (in memory), proposer {proposer}, predictor {pred}: wall {pct(wall)}; "
+                    f"CPU {pct(cpu)}"
+                )
+        print(f"(load average after: {' '.join(f'{x:.2f}' for x in os.getloadavg())})")
+        if args.agent_only:
+            return
         for pred in ("random", "gp"):
-            print(f"- Study on SQLite, predictor {pred}: {pct(study_latency(pred, args.repeats, tmp))}")
+            print(
+                f"- Study on SQLite, predictor {pred}: {pct(study_latency(pred, args.repeats, tmp))}"
+            )
         srv, url, token = start_server(tmp)
         print("\n## HTTP ask+tell round trip (loopback, SQLite, Hartmann-6)")
         for pred in (None, "random", "gp"):
             rt, asks = http_round_trip(url, token, args.repeats * 3, pred)
-            label = "agent random (service overhead)" if pred is None else f"HOLLM, predictor {pred}"
+            label = (
+                "agent random (service overhead)" if pred is None else f"HOLLM, predictor {pred}"
+            )
             print(f"- {label}: round trip {pct(rt)}; ask alone {pct(asks)}")
         print("\n## 8 concurrent clients x 100 trials")
         c = concurrent(url, token)
-        print(f"- {c['told']} told, {c['stored']} stored, {c['complete']} complete, "
-              f"{c['unique_ids']} distinct trial ids, {c['unique_points']} distinct points, "
-              f"lost {c['told'] - c['complete']}, duplicated {c['told'] - c['unique_ids']}; "
-              f"{c['told'] / c['wall_s']:.0f} trials/s ({c['wall_s']:.1f} s)")
+        print(
+            f"- {c['told']} told, {c['stored']} stored, {c['complete']} complete, "
+            f"{c['unique_ids']} distinct trial ids, {c['unique_points']} distinct points, "
+            f"lost {c['told'] - c['complete']}, duplicated {c['told'] - c['unique_ids']}; "
+            f"{c['told'] / c['wall_s']:.0f} trials/s ({c['wall_s']:.1f} s)"
+        )
         srv.terminate()
         srv.wait()
 

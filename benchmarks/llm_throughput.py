@@ -16,7 +16,8 @@ other (measured here: a 2-thread fp32 decode step took ~5x longer than a 1-threa
 the load average was ~10 on 2 cores).
 
 Usage: python benchmarks/llm_throughput.py [--tokens 48] [--repeats 2] [--threads N]
-       [--engines nf4,fp32,llamacpp] [--llama-server] [--no-plot]
+       [--engines nf4,fp32,llamacpp] [--llamacpp-models smollm2,gemma3] [--llama-server]
+       [--no-plot] [--no-report]
 """
 
 from __future__ import annotations
@@ -68,9 +69,11 @@ def measure(llm, batch: int, tokens: int, repeats: int) -> tuple[float, int]:
 def local_rows(tokens: int, repeats: int, engines: list[str]) -> list[dict]:
     from optiforge.platform.llm import TransformersLLM, bundled_checkpoint_dir
 
-    bundled_checkpoint_dir()  # one-off GGUF conversion is not part of the load time
     rows = []
-    for quant in [q for q, e in (("int4", "nf4"), ("none", "fp32")) if e in engines]:
+    quants = [q for q, e in (("int4", "nf4"), ("none", "fp32")) if e in engines]
+    if quants:
+        bundled_checkpoint_dir()  # one-off GGUF conversion is not part of the load time
+    for quant in quants:
         import torch
 
         torch.set_num_threads(THREADS[0])
@@ -94,25 +97,31 @@ def _rss_mb() -> float:
     return 0.0
 
 
-def llamacpp_rows(tokens: int, repeats: int) -> tuple[list[dict], list[float]]:
-    """The in-process engine's throughput, and hand-over times of a GRPO-sized LoRA."""
-    import torch
-    from peft import LoraConfig, get_peft_model
-
+def llamacpp_rows(tokens: int, repeats: int, model: str = "smollm2") -> tuple[list[dict], list[float]]:
+    """The in-process engine's throughput on a bundled model, and (for a model with a training
+    twin) hand-over times of a GRPO-sized LoRA."""
+    from optiforge.platform.llm.bundled import BUNDLED_MODELS
     from optiforge.platform.llm.llamacpp_backend import LlamaCppLLM
 
+    bundled = BUNDLED_MODELS[model]
     rss0 = _rss_mb()
     t0 = time.perf_counter()
-    llm = LlamaCppLLM("smollm2", n_ctx=2048, max_batch_size=max(GROUPS), n_threads=THREADS[0])
+    llm = LlamaCppLLM(model, n_ctx=2048, max_batch_size=max(GROUPS), n_threads=THREADS[0])
     load = time.perf_counter() - t0
     llm.generate([CAMPAIGN_PROMPT], n=max(GROUPS), max_new_tokens=4)  # KV cache and compute buffers in use
     mb = _rss_mb() - rss0  # the GGUF file is mmapped: its pages count once touched
     rows = []
     for batch in GROUPS:
         tps, n = measure(llm, batch, tokens, repeats)
-        rows.append({"backend": "llama.cpp in process Q4_1 (llamacpp:smollm2)", "batch": batch, "tok_s": tps,
-                     "tokens": n, "load_s": load, "mem_mb": mb})
+        rows.append({"backend": f"llama.cpp in process {bundled.quantization} (llamacpp:{model})", "batch": batch,
+                     "tok_s": tps, "tokens": n, "load_s": load, "mem_mb": mb})
         print(rows[-1], flush=True)
+    if not bundled.trainable:  # sampling only: no twin, nothing to hand over
+        llm.close()
+        return rows, []
+    import torch
+    from peft import LoraConfig, get_peft_model
+
     twin = llm._trainer()  # the NF4 twin the GRPO learner trains
     peft_model = get_peft_model(twin.model, LoraConfig(r=16, lora_alpha=32, target_modules="all-linear",
                                                        task_type="CAUSAL_LM"))
@@ -276,6 +285,10 @@ def main() -> None:
     ap.add_argument("--threads", type=int, default=0, help="CPU threads (default: torch's default)")
     ap.add_argument("--engines", default="nf4,fp32,llamacpp", help="comma list of nf4, fp32, llamacpp")
     ap.add_argument("--llama-server", action="store_true", help="also measure llama.cpp via OpenAILLM")
+    ap.add_argument("--llamacpp-models", default="smollm2",
+                    help="comma list of bundled models for the llamacpp engine (smollm2, gemma3)")
+    ap.add_argument("--no-report", action="store_true",
+                    help="print the rows only (docs/benchmarks/llm.md and the plot are left alone)")
     ap.add_argument("--no-plot", action="store_true")
     args = ap.parse_args()
     if args.tokens < 1 or args.repeats < 1:
@@ -285,6 +298,13 @@ def main() -> None:
     if not engines or set(engines) - {"nf4", "fp32", "llamacpp"}:
         print(f"error: --engines: expected a comma list of nf4, fp32, llamacpp, got {args.engines!r}",
               file=sys.stderr)
+        sys.exit(2)
+    from optiforge.platform.llm.bundled import BUNDLED_MODELS
+
+    cpp_models = [m.strip() for m in args.llamacpp_models.split(",") if m.strip()]
+    if not cpp_models or set(cpp_models) - set(BUNDLED_MODELS):
+        print(f"error: --llamacpp-models: expected a comma list of {', '.join(BUNDLED_MODELS)}, "
+              f"got {args.llamacpp_models!r}", file=sys.stderr)
         sys.exit(2)
     if args.threads < 0:
         print("error: --threads must be >= 0", file=sys.stderr)
@@ -300,10 +320,15 @@ def main() -> None:
     rows = local_rows(args.tokens, args.repeats, engines)
     handovers: list[float] = []
     if "llamacpp" in engines:
-        cpp_rows, handovers = llamacpp_rows(args.tokens, args.repeats)
-        rows += cpp_rows
+        for model in cpp_models:
+            cpp_rows, model_handovers = llamacpp_rows(args.tokens, args.repeats, model)
+            rows += cpp_rows
+            handovers += model_handovers
     if args.llama_server:
         rows += server_rows(args.tokens, args.repeats)
+    if args.no_report:
+        print(f"load average {start_load:.1f} -> {os.getloadavg()[0]:.1f}")
+        return
     report = write_report(rows, args.tokens, args.repeats, (start_load, os.getloadavg()[0]), handovers)
     print(f"wrote {report}")
     if not args.no_plot:

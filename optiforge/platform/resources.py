@@ -13,6 +13,14 @@ Two levers, both applied once, before the model is loaded:
   reader threads each leave one behind. ``mallopt(M_ARENA_MAX, 2)`` caps them and
   :func:`release_free_memory` (``malloc_trim``) hands freed pages back after a large phase
   (a GRPO update).
+- **glibc's mmap threshold.** glibc serves a request of at least ``M_MMAP_THRESHOLD`` bytes
+  with its own ``mmap`` (returned to the OS on ``free``) and the rest from the heap. By default
+  the threshold is *dynamic*: each freed mmapped block raises it to that block's size (up to
+  32 MB), so after the first few freed tensors every activation, dequantised weight and logits
+  row of a forward pass lands in the heap, and the heap's free pages stay in the RSS. One GRPO
+  update of the bundled model then peaked at 3.0 GB where its live tensors needed 1.6 GB
+  (docs/benchmarks/memory.md). A fixed threshold (``mallopt(M_MMAP_THRESHOLD, ...)``, which
+  also turns the dynamic adjustment off) sends every tensor above it to ``mmap``.
 """
 
 from __future__ import annotations
@@ -23,7 +31,11 @@ import os
 import sys
 
 THREADS_ENV = "OPTIFORGE_THREADS"
-_M_ARENA_MAX = -8  # glibc's mallopt parameter number
+_M_ARENA_MAX = -8  # glibc's mallopt parameter numbers
+_M_MMAP_THRESHOLD = -3
+# Tensors above this size are mmapped: a 576-wide fp32 activation row block of 128 tokens is
+# 288 KiB, so every activation of the bundled model's forward pass is returned on free.
+DEFAULT_MMAP_THRESHOLD = 256 * 1024
 
 
 def default_threads() -> int:
@@ -58,7 +70,12 @@ def _libc() -> ctypes.CDLL | None:
     return lib if hasattr(lib, "mallopt") and hasattr(lib, "malloc_trim") else None
 
 
-def apply_budget(threads: int | None = None, *, malloc_arenas: int = 2) -> int:
+def apply_budget(
+    threads: int | None = None,
+    *,
+    malloc_arenas: int = 2,
+    mmap_threshold: int = DEFAULT_MMAP_THRESHOLD,
+) -> int:
     """Apply the thread and allocator budget to this process; returns the thread count.
 
     ``OMP_NUM_THREADS`` and ``OMP_WAIT_POLICY`` only take effect if OpenMP has not started
@@ -72,12 +89,27 @@ def apply_budget(threads: int | None = None, *, malloc_arenas: int = 2) -> int:
         Default :func:`thread_budget`.
     malloc_arenas : int
         glibc arena cap (0 leaves glibc's default).
+    mmap_threshold : int
+        Bytes from which glibc serves an allocation with ``mmap`` (fixed, so it no longer
+        rises after frees); 0 leaves glibc's dynamic default. Only later allocations are
+        affected, so call this before the model loads.
+
+    Raises
+    ------
+    ValueError
+        On a thread count below 1 or a negative ``malloc_arenas`` / ``mmap_threshold``.
     """
     if threads is None:
-        threads = int(os.environ["OMP_NUM_THREADS"]) if os.environ.get("OMP_NUM_THREADS", "").isdigit() \
+        threads = (
+            int(os.environ["OMP_NUM_THREADS"])
+            if os.environ.get("OMP_NUM_THREADS", "").isdigit()
             else thread_budget()
+        )
     if isinstance(threads, bool) or not isinstance(threads, int) or threads < 1:
         raise ValueError(f"threads: expected an int >= 1, got {threads!r}")
+    for name, value in (("malloc_arenas", malloc_arenas), ("mmap_threshold", mmap_threshold)):
+        if isinstance(value, bool) or not isinstance(value, int) or value < 0:
+            raise ValueError(f"{name}: expected an int >= 0, got {value!r}")
     os.environ.setdefault("OMP_WAIT_POLICY", "passive")
     os.environ["OMP_NUM_THREADS"] = str(threads)
     if "torch" in sys.modules:
@@ -87,6 +119,8 @@ def apply_budget(threads: int | None = None, *, malloc_arenas: int = 2) -> int:
     lib = _libc()
     if lib is not None and malloc_arenas > 0:
         lib.mallopt(_M_ARENA_MAX, malloc_arenas)
+    if lib is not None and mmap_threshold > 0:
+        lib.mallopt(_M_MMAP_THRESHOLD, mmap_threshold)
     return threads
 
 

@@ -80,7 +80,7 @@ class HOLLMConfig:
     ----------
     proposer : {"llm", "sobol", "gaussian", "gp-ts", "cmaes", "mix"} or None
         ``None``: ``"llm"`` if the agent has an LLM, else ``"gp-ts"`` (best LLM-free proposer on
-        COCO/BBOB; ``"sobol"`` asks about half as fast).
+        COCO/BBOB; ``"sobol"`` asks about 3x faster with 1,000 observations in 20-D).
     predictor : {"llm", "gp", "forest", "random"}
     llm : str or None
         LLM backend spec, resolved by the platform (the agent itself receives an object).
@@ -119,15 +119,26 @@ class HOLLMConfig:
 
     def __post_init__(self) -> None:
         if self.proposer is not None and self.proposer not in PROPOSERS:
-            raise ValueError(f"agent_options.proposer: unknown proposer {self.proposer!r}; "
-                             f"choose one of {', '.join(PROPOSERS)}")
+            raise ValueError(
+                f"agent_options.proposer: unknown proposer {self.proposer!r}; "
+                f"choose one of {', '.join(PROPOSERS)}"
+            )
         if self.predictor not in PREDICTORS:
-            raise ValueError(f"agent_options.predictor: unknown predictor {self.predictor!r}; "
-                             f"choose one of {', '.join(PREDICTORS)}")
+            raise ValueError(
+                f"agent_options.predictor: unknown predictor {self.predictor!r}; "
+                f"choose one of {', '.join(PREDICTORS)}"
+            )
         if self.llm is not None and not isinstance(self.llm, str):
             raise TypeError(f"agent_options.llm: expected a backend spec string, got {self.llm!r}")
-        for name, lo in (("n_initial", 1), ("m", 1), ("k", 1), ("b", 1), ("budget", 1),
-                         ("context_points", 1), ("retries", 0)):
+        for name, lo in (
+            ("n_initial", 1),
+            ("m", 1),
+            ("k", 1),
+            ("b", 1),
+            ("budget", 1),
+            ("context_points", 1),
+            ("retries", 0),
+        ):
             v = getattr(self, name)
             if isinstance(v, bool) or not isinstance(v, (int, np.integer)):
                 if isinstance(v, float) and v.is_integer():
@@ -139,19 +150,33 @@ class HOLLMConfig:
                 raise ValueError(f"agent_options.{name}: must be >= {lo}, got {v}")
         for name in ("alpha_max", "alpha_min", "lam", "temperature", "gaussian_scale"):
             v = getattr(self, name)
-            if isinstance(v, bool) or not isinstance(v, (int, float)) or not math.isfinite(v) or v < 0:
+            if (
+                isinstance(v, bool)
+                or not isinstance(v, (int, float))
+                or not math.isfinite(v)
+                or v < 0
+            ):
                 raise ValueError(f"agent_options.{name}: expected a finite number >= 0, got {v!r}")
             if v > MAX_SCALE:
                 raise ValueError(f"agent_options.{name}: must be <= {MAX_SCALE:g}, got {v!r}")
             setattr(self, name, float(v))
         if self.gaussian_scale <= 0:
-            raise ValueError(f"agent_options.gaussian_scale: must be > 0, got {self.gaussian_scale}")
+            raise ValueError(
+                f"agent_options.gaussian_scale: must be > 0, got {self.gaussian_scale}"
+            )
         if self.alpha_min > self.alpha_max:
-            raise ValueError(f"agent_options.alpha_min ({self.alpha_min}) must be <= alpha_max ({self.alpha_max})")
+            raise ValueError(
+                f"agent_options.alpha_min ({self.alpha_min}) must be <= alpha_max ({self.alpha_max})"
+            )
         if self.m0 is not None:
-            if (isinstance(self.m0, bool) or not isinstance(self.m0, (int, float))
-                    or not 1 <= self.m0 <= MAX_SCALE):
-                raise ValueError(f"agent_options.m0: expected a number in [1, {MAX_SCALE:g}], got {self.m0!r}")
+            if (
+                isinstance(self.m0, bool)
+                or not isinstance(self.m0, (int, float))
+                or not 1 <= self.m0 <= MAX_SCALE
+            ):
+                raise ValueError(
+                    f"agent_options.m0: expected a number in [1, {MAX_SCALE:g}], got {self.m0!r}"
+                )
 
     @classmethod
     def from_options(cls, options: Mapping[str, Any] | None) -> HOLLMConfig:
@@ -185,11 +210,18 @@ class HOLLMAgent:
     ...         agent.tell(p, (p["x"] - 1.0) ** 2)
     """
 
-    def __init__(self, space: Space | Mapping[str, Any], config: HOLLMConfig | Mapping[str, Any] | None = None,
-                 llm: LLM | None = None, seed: int = 0) -> None:
+    def __init__(
+        self,
+        space: Space | Mapping[str, Any],
+        config: HOLLMConfig | Mapping[str, Any] | None = None,
+        llm: LLM | None = None,
+        seed: int = 0,
+    ) -> None:
         self.space = space if isinstance(space, Space) else Space(space)
         self.space.require_box("hollm")  # KD-tree regions live in the unit cube
-        self.config = config if isinstance(config, HOLLMConfig) else HOLLMConfig.from_options(config)
+        self.config = (
+            config if isinstance(config, HOLLMConfig) else HOLLMConfig.from_options(config)
+        )
         if isinstance(seed, bool) or not isinstance(seed, (int, np.integer)):
             raise TypeError(f"seed: expected an integer, got {seed!r}")
         self.seed = int(seed) % (2**32)
@@ -203,7 +235,8 @@ class HOLLMAgent:
             prop_opts = {"scale": self.config.gaussian_scale}
         self.proposer = make_proposer(proposer, llm, **prop_opts)
         self.predictor = make_predictor(
-            self.config.predictor, llm, **(llm_opts if self.config.predictor == "llm" else {}))
+            self.config.predictor, llm, **(llm_opts if self.config.predictor == "llm" else {})
+        )
         self.proposer_name = proposer
         self._X: list[np.ndarray] = []
         self._y: list[float] = []
@@ -224,7 +257,9 @@ class HOLLMAgent:
         """
         u = self.space.encode(params)
         self._resolve_pending(u)
-        if value is not None and (isinstance(value, bool) or not isinstance(value, (int, float, np.number))):
+        if value is not None and (
+            isinstance(value, bool) or not isinstance(value, (int, float, np.number))
+        ):
             raise TypeError(f"value: expected a number or None, got {value!r}")
         if value is None or not math.isfinite(float(value)):
             self._failed.append(u)
@@ -291,7 +326,8 @@ class HOLLMAgent:
             if total:
                 sob.fast_forward(total)
             with warnings.catch_warnings():
-                warnings.simplefilter("ignore", UserWarning)  # Sobol balance needs 2^k points; we index
+                # Sobol balance needs 2^k points; we index
+                warnings.simplefilter("ignore", UserWarning)
                 init = sob.random(n_init)
             for u in init:
                 points.append(self._unique(u, taken, rng))
@@ -309,7 +345,9 @@ class HOLLMAgent:
         taken.add(self._key(u))
         return u
 
-    def _iterate(self, b: int, t: int, taken: set[bytes], rng: np.random.Generator) -> list[np.ndarray]:
+    def _iterate(
+        self, b: int, t: int, taken: set[bytes], rng: np.random.Generator
+    ) -> list[np.ndarray]:
         cfg = self.config
         X, y = np.array(self._X), np.array(self._y)
         extra = self._failed + self._pending
@@ -326,21 +364,30 @@ class HOLLMAgent:
         proposals = self.proposer.propose(picked, k, ctx)
 
         cands: list[Candidate] = []
-        for group in proposals:
-            for c in group:
-                key = self._key(c.u)
-                if key in taken:
-                    self.stats["duplicates_dropped"] = self.stats.get("duplicates_dropped", 0) + 1
-                    continue
-                taken.add(key)
-                cands.append(c)
+        flat = [c for group in proposals for c in group]
+        # One vectorised canonical() for all candidates (per-candidate calls were ~5% of an ask).
+        keys = (
+            [row.tobytes() for row in self.space.canonical(np.array([c.u for c in flat]))]
+            if flat
+            else []
+        )
+        for c, key in zip(flat, keys, strict=True):
+            if key in taken:
+                self.stats["duplicates_dropped"] = self.stats.get("duplicates_dropped", 0) + 1
+                continue
+            taken.add(key)
+            cands.append(c)
         if len(cands) < b:
             # Fill the shortfall from the chosen regions (then anywhere) so the ask is answered.
             need = b - len(cands)
             self.stats["filled"] = self.stats.get("filled", 0) + need
             for attempt in range(20):
                 r = picked[attempt % len(picked)] if attempt < 10 else None
-                lo, hi = (r.lo, r.hi) if r is not None else (np.zeros(self.space.dim), np.ones(self.space.dim))
+                lo, hi = (
+                    (r.lo, r.hi)
+                    if r is not None
+                    else (np.zeros(self.space.dim), np.ones(self.space.dim))
+                )
                 for u in sobol_in_box(lo, hi, need, rng):
                     key = self._key(u)
                     if key not in taken and len(cands) < b:
@@ -355,8 +402,12 @@ class HOLLMAgent:
         pred = np.where(np.isfinite(pred), pred, np.inf)
         order = np.argsort(pred, kind="stable")[:b]
         self.last_iteration = {
-            "t": t, "alpha": alpha, "leaf_size": m_t, "n_regions": len(regions),
-            "chosen": [int(i) for i in chosen], "n_candidates": len(cands),
+            "t": t,
+            "alpha": alpha,
+            "leaf_size": m_t,
+            "n_regions": len(regions),
+            "chosen": [int(i) for i in chosen],
+            "n_candidates": len(cands),
             "predicted": [float(pred[i]) for i in order],
         }
         return [cands[i].u for i in order]
@@ -365,10 +416,14 @@ class HOLLMAgent:
     def state_dict(self) -> dict[str, Any]:
         """JSON-able state: config, seed and all observations (unit-cube coordinates)."""
         return {
-            "space": self.space.to_dict(), "config": self.config.to_dict(), "seed": self.seed,
-            "X": [u.tolist() for u in self._X], "y": list(self._y),
+            "space": self.space.to_dict(),
+            "config": self.config.to_dict(),
+            "seed": self.seed,
+            "X": [u.tolist() for u in self._X],
+            "y": list(self._y),
             "failed": [u.tolist() for u in self._failed],
-            "pending": [u.tolist() for u in self._pending], "stats": dict(self.stats),
+            "pending": [u.tolist() for u in self._pending],
+            "stats": dict(self.stats),
         }
 
     def load_state_dict(self, state: Mapping[str, Any]) -> None:

@@ -34,7 +34,9 @@ class Region:
     def volume_score(self) -> float:
         """Geometric mean side length ``(prod(hi - lo))^(1/d)`` (the paper's V)."""
         sides = np.clip(self.hi - self.lo, 0.0, None)
-        return float(np.exp(np.mean(np.log(np.maximum(sides, 1e-300))))) if np.all(sides > 0) else 0.0
+        return (
+            float(np.exp(np.mean(np.log(np.maximum(sides, 1e-300))))) if np.all(sides > 0) else 0.0
+        )
 
     def contains(self, x: np.ndarray, tol: float = 1e-9) -> np.ndarray:
         """Row mask of the points of ``x`` inside the box (with a tiny float tolerance)."""
@@ -85,7 +87,9 @@ def kd_partition(points: np.ndarray, leafsize: int) -> list[Region]:
         if node.split_dim < 0 or node.lesser is None:
             regions.append(Region(lo, hi, np.asarray(node.indices, dtype=int)))
             continue
-        dim, split = node.split_dim, float(np.clip(node.split, lo[node.split_dim], hi[node.split_dim]))
+        dim = node.split_dim
+        # Python min/max, not np.clip: a scalar np.clip costs microseconds on each of ~300 nodes.
+        split = min(max(float(node.split), float(lo[dim])), float(hi[dim]))
         hi_left, lo_right = hi.copy(), lo.copy()
         hi_left[dim] = split
         lo_right[dim] = split

@@ -2,10 +2,10 @@
 
 * :class:`LLMPredictor` — the paper's batched LLM surrogate: one prompt with the evaluated
   points and all candidates, answered with one predicted value per candidate.
-* :class:`GPPredictor` — scikit-learn ``GaussianProcessRegressor`` (Matern-5/2 + noise; one
-  length scale unless ``ard=True``, which is ~6x slower to fit in 20-D),
-  posterior mean; fitted on at most ``max_points`` observations (those in the chosen regions,
-  then the best, then the most recent) so an ask stays fast with thousands of trials.
+* :class:`GPPredictor` — posterior mean of the local GP of :mod:`~optiforge.agents.hollm.gp`
+  (Matern-5/2 + noise; one length scale unless ``ard=True``, which is ~6x slower to fit in
+  20-D), conditioned on at most ``max_points`` observations (those in the chosen regions, then the best, then the most
+  recent) so an ask stays fast with thousands of trials.
 * :class:`ForestPredictor` — scikit-learn ``ExtraTreesRegressor`` mean prediction.
 * :class:`RandomPredictor` — a random ranking (ablation: no surrogate).
 
@@ -21,13 +21,11 @@ References
 
 from __future__ import annotations
 
-import warnings
 from typing import Any, Protocol
 
 import numpy as np
-from threadpoolctl import threadpool_limits
 
-from optiforge.agents.hollm.gp import cached_gp, training_subset
+from optiforge.agents.hollm.gp import cached_gp, single_threaded, training_subset
 from optiforge.agents.hollm.parsing import parse_values
 from optiforge.agents.hollm.prompts import surrogate_prompt
 from optiforge.agents.hollm.proposers import Candidate, ProposalContext
@@ -35,8 +33,9 @@ from optiforge.agents.protocols import LLM
 
 
 class Predictor(Protocol):
-    def predict(self, candidates: list[Candidate], ctx: ProposalContext,
-                focus: np.ndarray | None = None) -> np.ndarray: ...
+    def predict(
+        self, candidates: list[Candidate], ctx: ProposalContext, focus: np.ndarray | None = None
+    ) -> np.ndarray: ...
 
 
 class RandomPredictor:
@@ -44,13 +43,14 @@ class RandomPredictor:
 
     name = "random"
 
-    def predict(self, candidates: list[Candidate], ctx: ProposalContext,
-                focus: np.ndarray | None = None) -> np.ndarray:
+    def predict(
+        self, candidates: list[Candidate], ctx: ProposalContext, focus: np.ndarray | None = None
+    ) -> np.ndarray:
         return ctx.rng.random(len(candidates))
 
 
 class GPPredictor:
-    """Gaussian-process posterior mean (scikit-learn).
+    """Gaussian-process posterior mean (the local GP of :mod:`~optiforge.agents.hollm.gp`).
 
     Parameters
     ----------
@@ -64,15 +64,15 @@ class GPPredictor:
         self.max_points = int(max_points)
         self.ard = bool(ard)
 
-    def predict(self, candidates: list[Candidate], ctx: ProposalContext,
-                focus: np.ndarray | None = None) -> np.ndarray:
+    def predict(
+        self, candidates: list[Candidate], ctx: ProposalContext, focus: np.ndarray | None = None
+    ) -> np.ndarray:
         U = np.array([c.u for c in candidates])
         if ctx.X.shape[0] < 2:
             return ctx.rng.random(len(candidates))
         idx = training_subset(ctx.X, ctx.y, focus, self.max_points)
-        gp = cached_gp(ctx.cache, ctx.X, ctx.y, idx, ard=self.ard, rng=ctx.rng)
-        with warnings.catch_warnings(), threadpool_limits(1):
-            warnings.simplefilter("ignore", RuntimeWarning)
+        gp = cached_gp(ctx.cache, ctx.X, ctx.y, idx, ard=self.ard)
+        with single_threaded():
             return gp.predict(U)
 
 
@@ -85,16 +85,20 @@ class ForestPredictor:
         self.n_estimators = int(n_estimators)
         self.max_points = int(max_points)
 
-    def predict(self, candidates: list[Candidate], ctx: ProposalContext,
-                focus: np.ndarray | None = None) -> np.ndarray:
+    def predict(
+        self, candidates: list[Candidate], ctx: ProposalContext, focus: np.ndarray | None = None
+    ) -> np.ndarray:
         from sklearn.ensemble import ExtraTreesRegressor
 
         U = np.array([c.u for c in candidates])
         if ctx.X.shape[0] < 2:
             return ctx.rng.random(len(candidates))
         idx = training_subset(ctx.X, ctx.y, focus, self.max_points)
-        model = ExtraTreesRegressor(n_estimators=self.n_estimators, min_samples_leaf=1,
-                                    random_state=int(ctx.rng.integers(2**31 - 1)))
+        model = ExtraTreesRegressor(
+            n_estimators=self.n_estimators,
+            min_samples_leaf=1,
+            random_state=int(ctx.rng.integers(2**31 - 1)),
+        )
         model.fit(ctx.X[idx], ctx.y[idx])
         return model.predict(U)
 
@@ -109,8 +113,15 @@ class LLMPredictor:
 
     name = "llm"
 
-    def __init__(self, llm: LLM, *, context_points: int = 40, retries: int = 1,
-                 temperature: float = 0.2, decimals: int = 4) -> None:
+    def __init__(
+        self,
+        llm: LLM,
+        *,
+        context_points: int = 40,
+        retries: int = 1,
+        temperature: float = 0.2,
+        decimals: int = 4,
+    ) -> None:
         if llm is None or not hasattr(llm, "generate"):
             raise TypeError("llm: the llm predictor needs an object with a generate() method")
         self.llm = llm
@@ -119,16 +130,21 @@ class LLMPredictor:
         self.temperature = float(temperature)
         self.decimals = int(decimals)
 
-    def predict(self, candidates: list[Candidate], ctx: ProposalContext,
-                focus: np.ndarray | None = None) -> np.ndarray:
+    def predict(
+        self, candidates: list[Candidate], ctx: ProposalContext, focus: np.ndarray | None = None
+    ) -> np.ndarray:
         U = np.array([c.u for c in candidates])
         n = ctx.X.shape[0]
         idx = ctx.rng.permutation(np.arange(max(0, n - self.context_points), n))
         prompt = surrogate_prompt(ctx.names, ctx.X[idx], ctx.y[idx], U, self.decimals)
         for _ in range(self.retries + 1):
-            reply = self.llm.generate([prompt], n=1, max_new_tokens=12 * len(candidates) + 32,
-                                      temperature=self.temperature,
-                                      seed=int(ctx.rng.integers(2**31 - 1)))
+            reply = self.llm.generate(
+                [prompt],
+                n=1,
+                max_new_tokens=12 * len(candidates) + 32,
+                temperature=self.temperature,
+                seed=int(ctx.rng.integers(2**31 - 1)),
+            )
             ctx.count("llm_calls")
             text = reply[0][0].text if reply and reply[0] else ""
             values = parse_values(text, len(candidates))
@@ -153,6 +169,10 @@ def make_predictor(name: str, llm: LLM | None = None, **options: Any) -> Predict
         return RandomPredictor()
     if name == "llm":
         if llm is None:
-            raise ValueError("llm: the 'llm' predictor needs an LLM (agent_options['llm'], e.g. 'smollm2')")
+            raise ValueError(
+                "llm: the 'llm' predictor needs an LLM (agent_options['llm'], e.g. 'smollm2')"
+            )
         return LLMPredictor(llm, **options)
-    raise ValueError(f"predictor: unknown predictor {name!r}; choose one of {', '.join(PREDICTORS)}")
+    raise ValueError(
+        f"predictor: unknown predictor {name!r}; choose one of {', '.join(PREDICTORS)}"
+    )

@@ -34,7 +34,7 @@ from typing import Any, Protocol
 import numpy as np
 from scipy.stats import qmc
 
-from optiforge.agents.hollm.gp import cached_gp, posterior_samples, training_subset
+from optiforge.agents.hollm.gp import cached_gp, posterior_samples_blocks, training_subset
 from optiforge.agents.hollm.parsing import parse_candidates
 from optiforge.agents.hollm.partition import Region
 from optiforge.agents.hollm.prompts import candidate_prompt
@@ -70,7 +70,9 @@ class ProposalContext:
 
 
 class Proposer(Protocol):
-    def propose(self, regions: list[Region], k: int, ctx: ProposalContext) -> list[list[Candidate]]: ...
+    def propose(
+        self, regions: list[Region], k: int, ctx: ProposalContext
+    ) -> list[list[Candidate]]: ...
 
 
 def sobol_in_box(lo: np.ndarray, hi: np.ndarray, n: int, rng: np.random.Generator) -> np.ndarray:
@@ -90,10 +92,12 @@ class SobolProposer:
         d = regions[0].lo.shape[0]
         n = len(regions) * k
         # Scrambling a 20-D engine costs milliseconds: one engine per call, not per region.
-        pts = qmc.Sobol(d, scramble=True, seed=ctx.rng).random_base2(max(0, math.ceil(math.log2(n))))
+        pts = qmc.Sobol(d, scramble=True, seed=ctx.rng).random_base2(
+            max(0, math.ceil(math.log2(n)))
+        )
         pts = pts[ctx.rng.permutation(len(pts))[:n]]
         return [
-            [Candidate(r.lo + u * (r.hi - r.lo), i) for u in pts[i * k:(i + 1) * k]]
+            [Candidate(r.lo + u * (r.hi - r.lo), i) for u in pts[i * k : (i + 1) * k]]
             for i, r in enumerate(regions)
         ]
 
@@ -133,16 +137,18 @@ def _region_best(region: Region, ctx: ProposalContext) -> int | None:
 class ThompsonGPProposer:
     """TuRBO-style Thompson sampling from a local GP, the leaf box as the trust region.
 
-    One GP (see :mod:`~optiforge.agents.hollm.gp`) is fitted per call on the chosen regions'
-    points (then the best, then the newest, at most ``max_points``). In each region a pool of
-    points is drawn, ``k`` joint posterior samples are taken over the pool, and each sample's
-    argmin is a candidate (Eriksson et al.'s batch Thompson sampling).
+    One GP posterior (see :mod:`~optiforge.agents.hollm.gp`) is conditioned per call on the
+    chosen regions' points (then the best, then the newest, at most ``max_points``). In each
+    region a pool of points is drawn, ``k`` joint posterior samples are taken over the pool,
+    and each sample's argmin is a candidate (Eriksson et al.'s batch Thompson sampling).
 
     Deviations from TuRBO: the trust region is HOLLM's leaf (its size comes from the KD-tree,
     not from TuRBO's success/failure counters, and the bandit picks which leaves to search),
     and half the pool is Gaussian around the leaf's best point (10% of the side lengths) so the
     sampler can refine inside large leaves. TuRBO's coordinate mask (perturb ``min(1, 20/d)``
-    of the coordinates of the centre) is kept for the Sobol half.
+    of the coordinates of the centre) is kept for the Sobol half. The Sobol halves of all
+    regions come from one scrambled sequence (an aligned power-of-two block per region), and
+    one triangular solve serves all regions' pools.
 
     Parameters
     ----------
@@ -169,20 +175,29 @@ class ThompsonGPProposer:
         d = regions[0].lo.shape[0]
         focus = np.concatenate([r.indices for r in regions])
         idx = training_subset(ctx.X, ctx.y, focus, self.max_points)
-        gp = cached_gp(ctx.cache, ctx.X, ctx.y, idx, ard=self.ard, rng=ctx.rng)
+        gp = cached_gp(ctx.cache, ctx.X, ctx.y, idx, ard=self.ard)
         pool = self.pool or min(500, max(100, 10 * d))
-        out = []
+        # One scrambled engine for all regions (scrambling a 20-D engine costs ~1.5 ms); each
+        # region gets its own aligned 2^m block of the sequence, itself a stratified sample.
+        block = 1 << max(0, math.ceil(math.log2(pool)))
+        unit = qmc.Sobol(d, scramble=True, seed=ctx.rng).random_base2(
+            max(0, math.ceil(math.log2(block * len(regions))))
+        )
+        pools: list[np.ndarray] = []
         for i, r in enumerate(regions):
             best = _region_best(r, ctx)
             centre = ctx.X[best] if best is not None else 0.5 * (r.lo + r.hi)
             n_local = pool // 2 if best is not None else 0
-            S = sobol_in_box(r.lo, r.hi, pool - n_local, ctx.rng)
+            S = r.lo + unit[i * block : i * block + pool - n_local] * (r.hi - r.lo)
             mask = ctx.rng.random(S.shape) <= min(1.0, 20.0 / d)
             empty = ~mask.any(axis=1)
             mask[empty, ctx.rng.integers(d, size=int(empty.sum()))] = True
             local = centre + ctx.rng.normal(size=(n_local, d)) * 0.1 * (r.hi - r.lo)
-            P = np.clip(np.vstack([np.where(mask, S, centre), local]), r.lo, r.hi)
-            draws = posterior_samples(gp, P, k, ctx.rng)
+            pools.append(np.clip(np.vstack([np.where(mask, S, centre), local]), r.lo, r.hi))
+        out = []
+        for i, (P, draws) in enumerate(
+            zip(pools, posterior_samples_blocks(gp, pools, k, ctx.rng), strict=True)
+        ):
             used: set[int] = set()
             group = []
             for draw in draws:
@@ -251,7 +266,9 @@ class CMAProposer:
             parents = ctx.X[order[:mu]]
             steps = parents - ctx.X[nb].mean(axis=0)
             c = (1.0 / np.sum(w**2)) / (1.0 / np.sum(w**2) + d)
-            C = (1 - c) * np.diag((self.sigma0 * (r.hi - r.lo)) ** 2) + c * (w[:, None] * steps).T @ steps
+            C = (1 - c) * np.diag((self.sigma0 * (r.hi - r.lo)) ** 2) + c * (
+                w[:, None] * steps
+            ).T @ steps
             A = np.linalg.cholesky(C + 1e-12 * np.eye(d))
             mean = w @ parents
             pts = mean + ctx.rng.standard_normal((k, d)) @ A.T
@@ -314,8 +331,15 @@ class LLMProposer:
     name = "llm"
 
     def __init__(
-        self, llm: LLM, *, context_points: int = 40, retries: int = 2, temperature: float = 0.8,
-        top_p: float = 0.95, decimals: int = 4, max_new_tokens: int | None = None,
+        self,
+        llm: LLM,
+        *,
+        context_points: int = 40,
+        retries: int = 2,
+        temperature: float = 0.8,
+        top_p: float = 0.95,
+        decimals: int = 4,
+        max_new_tokens: int | None = None,
     ) -> None:
         if llm is None or not hasattr(llm, "generate"):
             raise TypeError("llm: the llm proposer needs an object with a generate() method")
@@ -344,13 +368,26 @@ class LLMProposer:
             if not todo:
                 break
             prompts = [
-                candidate_prompt(ctx.names, Xc, yc, regions[i].lo, regions[i].hi, k - len(found[i]),
-                                 self.decimals)
+                candidate_prompt(
+                    ctx.names,
+                    Xc,
+                    yc,
+                    regions[i].lo,
+                    regions[i].hi,
+                    k - len(found[i]),
+                    self.decimals,
+                )
                 for i in todo
             ]
             seed = int(ctx.rng.integers(2**31 - 1))
-            replies = self.llm.generate(prompts, n=1, max_new_tokens=budget,
-                                        temperature=self.temperature, top_p=self.top_p, seed=seed)
+            replies = self.llm.generate(
+                prompts,
+                n=1,
+                max_new_tokens=budget,
+                temperature=self.temperature,
+                top_p=self.top_p,
+                seed=seed,
+            )
             ctx.count("llm_calls")
             ctx.count("llm_prompts", len(prompts))
             for i, reply in zip(todo, replies, strict=True):
@@ -393,6 +430,8 @@ def make_proposer(name: str, llm: LLM | None = None, **options: Any) -> Proposer
         return MixtureProposer()
     if name == "llm":
         if llm is None:
-            raise ValueError("llm: the 'llm' proposer needs an LLM (agent_options['llm'], e.g. 'smollm2')")
+            raise ValueError(
+                "llm: the 'llm' proposer needs an LLM (agent_options['llm'], e.g. 'smollm2')"
+            )
         return LLMProposer(llm, **options)
     raise ValueError(f"proposer: unknown proposer {name!r}; choose one of {', '.join(PROPOSERS)}")

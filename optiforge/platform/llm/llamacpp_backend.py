@@ -17,7 +17,7 @@ import numpy as np
 
 from optiforge.extras import require
 from optiforge.platform.llm._common import chat_messages, check_generate_args
-from optiforge.platform.llm.bundled import BUNDLED_NAME, bundled_gguf_path
+from optiforge.platform.llm.bundled import BUNDLED_MODELS, BUNDLED_NAME, bundled_gguf_path
 from optiforge.platform.llm.gguf_lora import lora_deltas, peft_dir_deltas, write_gguf_lora
 from optiforge.types import Completion
 
@@ -51,7 +51,8 @@ class LlamaCppLLM:
     Parameters
     ----------
     model : str
-        ``"smollm2"`` (the bundled GGUF file) or the path of a ``.gguf`` model.
+        A bundled model (``"smollm2"``, ``"gemma3"``: :data:`~optiforge.platform.llm.bundled.BUNDLED_MODELS`)
+        or the path of a ``.gguf`` model.
     n_ctx : int
         Context length shared by all sequences of one batch (prompt + completion of each).
     max_batch_size : int
@@ -60,8 +61,9 @@ class LlamaCppLLM:
         llama.cpp threads; default :func:`default_threads`.
     train_model : str, optional
         The transformers checkpoint of the same weights to train (an HF id or directory);
-        ``"smollm2"`` for the bundled model (its default). ``None`` for any other GGUF file:
-        the backend then only samples.
+        ``"smollm2"`` for the bundled SmolLM2 (its default). ``None`` for any other GGUF file
+        and for the bundled ``gemma3`` (no transformers twin is made for it): the backend then
+        only samples.
     train_quantization : {"int4", "int8", "none"}
         Quantization of the training twin (NF4 by default, as QLoRA).
 
@@ -84,7 +86,7 @@ class LlamaCppLLM:
         train_quantization: str = "int4",
     ) -> None:
         if not isinstance(model, str) or not model.strip():
-            raise TypeError("model: expected 'smollm2' or the path of a .gguf file")
+            raise TypeError("model: expected a bundled model name ('smollm2', 'gemma3') or the path of a .gguf file")
         for name, value, low in (("n_ctx", n_ctx, 64), ("max_batch_size", max_batch_size, 1)):
             if isinstance(value, bool) or not isinstance(value, int) or value < low:
                 raise ValueError(f"{name}: expected an int >= {low}, got {value!r}")
@@ -100,9 +102,10 @@ class LlamaCppLLM:
         # llama.cpp logs every graph build at debug level to stderr unless told otherwise.
         _logger.set_verbose(False)
 
-        if model == BUNDLED_NAME:
-            path = bundled_gguf_path()
-            train_model = BUNDLED_NAME if train_model is None else train_model
+        if model in BUNDLED_MODELS:
+            path = bundled_gguf_path(model)
+            if train_model is None and BUNDLED_MODELS[model].trainable:
+                train_model = model
         else:
             path = Path(model).expanduser()
             if not path.is_file():

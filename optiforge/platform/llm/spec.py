@@ -5,7 +5,7 @@ Accepted forms::
     smollm2                               bundled SmolLM2-135M-Instruct, NF4 (int4)
     smollm2:int4 | smollm2:int8 | smollm2:none
     hf:<id-or-path>[?quantization=int4&adapter=<dir>&device=cuda&dtype=bfloat16&max_batch_size=16]
-    llamacpp:smollm2 | llamacpp:<file.gguf>[?n_ctx=4096&max_batch_size=16&n_threads=2&adapter=<dir>
+    llamacpp:smollm2 | llamacpp:gemma3 | llamacpp:<file.gguf>[?n_ctx=4096&max_batch_size=16&n_threads=2&adapter=<dir>
                                             &train_model=<hf checkpoint>&train_quantization=int4]
     openai:<base_url>#<model>             e.g. openai:http://127.0.0.1:8000/v1#Qwen/Qwen2.5-7B-Instruct
     vllm:<model>[?tensor_parallel_size=2&...]
@@ -21,13 +21,13 @@ from urllib.parse import parse_qsl
 
 from optiforge.agents.protocols import LLM
 from optiforge.extras import require
-from optiforge.platform.llm.bundled import BUNDLED_NAME
+from optiforge.platform.llm.bundled import BUNDLED_MODELS, BUNDLED_NAME
 
 SPEC_FORMS = (
     "smollm2",
     "smollm2:int4|int8|none",
     "hf:<id-or-path>[?quantization=int4|int8|none&adapter=<dir>&device=...&dtype=...&max_batch_size=N]",
-    "llamacpp:smollm2|<file.gguf>[?n_ctx=N&max_batch_size=N&n_threads=N&adapter=<dir>&train_model=<id-or-path>]",
+    "llamacpp:smollm2|gemma3|<file.gguf>[?n_ctx=N&max_batch_size=N&n_threads=N&adapter=<dir>&train_model=<id-or-path>]",
     "openai:<base_url>#<model>",
     "vllm:<model>[?engine_arg=value&...]",
     "replay:<path.jsonl>",
@@ -207,11 +207,14 @@ def _build(parsed: LLMSpec, options: dict[str, Any]) -> LLM:
 
 def trains_in_process(spec: LLMSpec) -> bool:
     """Whether a spec's backend holds trainable weights in this process (RL can fine-tune it):
-    transformers models, and llama.cpp models with a transformers twin (the bundled model, or
-    ``train_model=`` given)."""
+    transformers models, and llama.cpp models with a transformers twin (the bundled SmolLM2, or
+    ``train_model=`` given). The bundled ``gemma3`` samples only, so ``--rl auto`` is none for it."""
     if spec.kind == "hf":
         return True
-    return spec.kind == "llamacpp" and (spec.target == BUNDLED_NAME or "train_model" in spec.options)
+    if spec.kind != "llamacpp":
+        return False
+    bundled = BUNDLED_MODELS.get(spec.target)
+    return (bundled is not None and bundled.trainable) or "train_model" in spec.options
 
 
 def describe(spec: str) -> str:
@@ -224,8 +227,11 @@ def describe(spec: str) -> str:
         return f"transformers model {p.target!r} (quantization={p.options.get('quantization', 'int4')}" + (
             f", {opts})" if opts else ")")
     if p.kind == "llamacpp":
-        what = "bundled SmolLM2-135M-Instruct (Q4_1 GGUF)" if p.target == BUNDLED_NAME else repr(p.target)
-        return f"{what} via in-process llama.cpp"
+        bundled = BUNDLED_MODELS.get(p.target)
+        if bundled is None:
+            return f"{p.target!r} via in-process llama.cpp"
+        note = "" if bundled.trainable or "train_model" in p.options else " (sampling only: no RL)"
+        return f"bundled {bundled.title} ({bundled.quantization} GGUF) via in-process llama.cpp{note}"
     if p.kind == "openai":
         return f"OpenAI-compatible server {p.target} model {p.options['model']!r}"
     if p.kind == "vllm":

@@ -146,6 +146,8 @@ class TransformersLLM:
         model = AutoModelForCausalLM.from_pretrained(source, **kwargs)
         if self.device.type == "cpu" and self.quantization == "none":
             model = model.to(torch.device("cpu"))
+        elif self.device.type == "cpu":
+            _own_unquantised_weights(model)
         return model
 
     def _collect_eos_ids(self) -> list[int]:
@@ -329,6 +331,37 @@ def unpack_cpu_4bit_weights(model: Any, *, keep_unpacked: bool = True) -> int:
                 )
                 count += 1
     return count
+
+
+def _own_unquantised_weights(model: Any) -> int:
+    """Copy a quantised CPU model's full-precision weights out of the checkpoint's file mapping.
+
+    transformers memory-maps the safetensors file while loading; the weights it leaves
+    unquantised (embedding, tied output head, norms) stay views of that mapping, which keeps the
+    whole file resident (405 MB of the bundled model's 540 MB fp32 file, against 113 MB for the
+    tensors themselves; docs/benchmarks/memory.md). Copies own their memory, and the mapping is
+    unmapped once nothing views it. Tied weights stay tied (one copy per shared tensor).
+
+    Returns
+    -------
+    int
+        Number of tensors copied.
+    """
+    try:
+        from bitsandbytes.nn import Int8Params, Params4bit
+    except ImportError:  # no bitsandbytes: no quantised weights
+        return 0
+    copies: dict[int, Any] = {}
+    seen: set[int] = set()
+    for param in model.parameters():
+        if id(param) in seen or isinstance(param, (Params4bit, Int8Params)):
+            continue
+        seen.add(id(param))
+        key = param.data.data_ptr()
+        if key not in copies:
+            copies[key] = param.data.clone()
+        param.data = copies[key]
+    return len(copies)
 
 
 @contextlib.contextmanager

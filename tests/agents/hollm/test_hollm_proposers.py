@@ -25,8 +25,10 @@ def _ctx(seed=0):
     return ProposalContext(NAMES, X, np.array([3.0, 1.0, 2.0]), np.random.default_rng(seed))
 
 
-REGIONS = [Region(np.array([0.0, 0.0]), np.array([0.5, 1.0]), np.array([0, 1])),
-           Region(np.array([0.5, 0.0]), np.array([1.0, 1.0]), np.array([2]))]
+REGIONS = [
+    Region(np.array([0.0, 0.0]), np.array([0.5, 1.0]), np.array([0, 1])),
+    Region(np.array([0.5, 0.0]), np.array([1.0, 1.0]), np.array([2])),
+]
 
 
 @pytest.mark.parametrize("proposer", [SobolProposer(), GaussianProposer(0.3)])
@@ -46,7 +48,10 @@ def test_gaussian_centres_on_the_regions_best_point():
 
 
 def _ranges(prompt):
-    return {n: (float(lo), float(hi)) for n, lo, hi in re.findall(r"- (\w+): \[([\d.]+), ([\d.]+)\]", prompt)}
+    return {
+        n: (float(lo), float(hi))
+        for n, lo, hi in re.findall(r"- (\w+): \[([\d.]+), ([\d.]+)\]", prompt)
+    }
 
 
 def test_llm_proposer_one_batched_call_and_filters(scripted_llm):
@@ -118,7 +123,9 @@ def _leaves(ctx):
     return kd_partition(ctx.X, 4)
 
 
-@pytest.mark.parametrize("proposer", [ThompsonGPProposer(pool=64), CMAProposer(), MixtureProposer()])
+@pytest.mark.parametrize(
+    "proposer", [ThompsonGPProposer(pool=64), CMAProposer(), MixtureProposer()]
+)
 def test_model_proposers_stay_inside_their_region(proposer):
     ctx = _big_ctx()
     regions = _leaves(ctx)[:5]
@@ -144,14 +151,17 @@ def test_thompson_gp_fit_is_reused_by_the_gp_predictor(monkeypatch):
     import optiforge.agents.hollm.gp as gp_module
     from optiforge.agents.hollm.predictors import GPPredictor
 
-    calls = []
-    real = gp_module.fit_gp
-    monkeypatch.setattr(gp_module, "fit_gp", lambda *a, **k: calls.append(1) or real(*a, **k))
+    fits, builds = [], []
+    real_fit, real_gp = gp_module.fit_hyperparameters, gp_module.LocalGP
+    monkeypatch.setattr(
+        gp_module, "fit_hyperparameters", lambda *a, **k: fits.append(1) or real_fit(*a, **k)
+    )
+    monkeypatch.setattr(gp_module, "LocalGP", lambda *a, **k: builds.append(1) or real_gp(*a, **k))
     ctx = _big_ctx()
     regions = _leaves(ctx)[:3]
     cands = [c for g in ThompsonGPProposer(pool=32).propose(regions, 3, ctx) for c in g]
     GPPredictor().predict(cands, ctx, np.concatenate([r.indices for r in regions]))
-    assert len(calls) == 1
+    assert len(fits) == 1 and len(builds) == 1
 
 
 def test_cma_proposer_moves_along_the_descent_direction():

@@ -7,8 +7,10 @@ The learner never samples: it receives the generator itself (a
 does not use TRL's ``GRPOTrainer`` (that trainer owns a dataset, samples completions itself
 and calls reward functions; in CALM the agent samples and the rewards come from the
 evaluator, asynchronously to training). The loss is
-:mod:`optiforge.optim.policy_gradient`'s (TRL's definitions), and TRL's own
-``selective_log_softmax`` computes the per-token log-probabilities.
+:mod:`optiforge.optim.policy_gradient`'s (TRL's definitions); the per-token log-probabilities
+are those of TRL's ``selective_log_softmax``, computed a chunk of positions at a time
+(:mod:`~optiforge.agents.evolution.grpo.logprobs`) so no ``(tokens, vocabulary)`` logits
+tensor outlives its chunk.
 
 The reference policy is the base model itself with the adapter disabled (no second copy in
 memory). ``pi_old`` is the policy that sampled the completions: with ``num_iterations=1`` (the
@@ -29,7 +31,7 @@ from typing import Any
 import torch
 
 from optiforge import validation as check
-from optiforge.agents.evolution.grpo import checkpoint
+from optiforge.agents.evolution.grpo import checkpoint, logprobs
 from optiforge.agents.protocols import TrainableLLM
 from optiforge.optim.policy_gradient import (
     LOSS_TYPES,
@@ -45,10 +47,16 @@ Group = tuple[str, Sequence[str | Completion], Sequence[float]]
 def _check_target_modules(value: Any) -> str | list[str]:
     if isinstance(value, str) and value.strip():
         return value
-    if (not isinstance(value, str) and isinstance(value, Sequence) and value
-            and all(isinstance(t, str) and t for t in value)):
+    if (
+        not isinstance(value, str)
+        and isinstance(value, Sequence)
+        and value
+        and all(isinstance(t, str) and t for t in value)
+    ):
         return list(value)
-    raise ValueError(f"target_modules: must be 'all-linear' or a non-empty list of names, got {value!r}")
+    raise ValueError(
+        f"target_modules: must be 'all-linear' or a non-empty list of names, got {value!r}"
+    )
 
 
 class GRPOLearner:
@@ -99,6 +107,9 @@ class GRPOLearner:
         is cut to its own longest completion.
     seed : int
         Seeds the LoRA initialisation (without touching the caller's RNG).
+    logprob_chunk_tokens : int or None
+        Completion positions whose logits are computed at once (memory only: the values are
+        the same); ``None`` computes the full ``(sequences, tokens, vocabulary)`` logits.
 
     Raises
     ------
@@ -146,6 +157,7 @@ class GRPOLearner:
         gradient_checkpointing: bool = False,
         micro_batch_size: int = 1,
         seed: int = 0,
+        logprob_chunk_tokens: int | None = logprobs.CHUNK_TOKENS,
     ) -> None:
         if not isinstance(llm, TrainableLLM):
             raise TypeError(
@@ -170,6 +182,9 @@ class GRPOLearner:
             raise TypeError("gradient_checkpointing: expected a bool")
         self.micro_batch_size = check.integer(micro_batch_size, "micro_batch_size", minimum=1)
         self.seed = check.integer(seed, "seed", minimum=0)
+        if logprob_chunk_tokens is not None:
+            check.integer(logprob_chunk_tokens, "logprob_chunk_tokens", minimum=1)
+        self.logprob_chunk_tokens = logprob_chunk_tokens
 
         self.llm = llm
         self.tokenizer = llm.tokenizer
@@ -192,20 +207,31 @@ class GRPOLearner:
             for n, p in model.named_parameters():
                 p.requires_grad_(f".{name}." in n and "lora_" in n)
             if gradient_checkpointing:
-                model.gradient_checkpointing_enable(gradient_checkpointing_kwargs={"use_reentrant": False})
+                model.gradient_checkpointing_enable(
+                    gradient_checkpointing_kwargs={"use_reentrant": False}
+                )
             return model
-        quantised = bool(getattr(model, "is_loaded_in_4bit", False) or getattr(model, "is_loaded_in_8bit", False))
+        quantised = bool(
+            getattr(model, "is_loaded_in_4bit", False) or getattr(model, "is_loaded_in_8bit", False)
+        )
         if quantised:
             # QLoRA preparation: freeze the base, keep norms/embeddings in fp32 for stable grads.
             model = prepare_model_for_kbit_training(
-                model, use_gradient_checkpointing=gradient_checkpointing,
+                model,
+                use_gradient_checkpointing=gradient_checkpointing,
                 gradient_checkpointing_kwargs={"use_reentrant": False},
             )
         elif gradient_checkpointing:
-            model.gradient_checkpointing_enable(gradient_checkpointing_kwargs={"use_reentrant": False})
+            model.gradient_checkpointing_enable(
+                gradient_checkpointing_kwargs={"use_reentrant": False}
+            )
         config = LoraConfig(
-            r=self.lora_r, lora_alpha=self.lora_alpha, lora_dropout=self.lora_dropout,
-            target_modules=self.target_modules, bias="none", task_type="CAUSAL_LM",
+            r=self.lora_r,
+            lora_alpha=self.lora_alpha,
+            lora_dropout=self.lora_dropout,
+            target_modules=self.target_modules,
+            bias="none",
+            task_type="CAUSAL_LM",
         )
         try:
             with torch.random.fork_rng(devices=[]):
@@ -255,14 +281,20 @@ class GRPOLearner:
             prompt, completions, rewards = g
             if not isinstance(prompt, str) or not prompt:
                 raise ValueError(f"groups[{k}]: prompt must be a non-empty str")
-            if isinstance(completions, (str, bytes)) or not isinstance(completions, Sequence) or not completions:
+            if (
+                isinstance(completions, (str, bytes))
+                or not isinstance(completions, Sequence)
+                or not completions
+            ):
                 raise ValueError(f"groups[{k}]: completions must be a non-empty list of str")
             if not all(isinstance(c, (str, Completion)) for c in completions):
                 raise ValueError(f"groups[{k}]: completions must be str or Completion")
             if isinstance(rewards, (str, bytes)) or not isinstance(rewards, Sequence):
                 raise ValueError(f"groups[{k}]: rewards must be a list of numbers")
             if len(rewards) != len(completions):
-                raise ValueError(f"groups[{k}]: {len(completions)} completions but {len(rewards)} rewards")
+                raise ValueError(
+                    f"groups[{k}]: {len(completions)} completions but {len(rewards)} rewards"
+                )
             for r in rewards:
                 if isinstance(r, bool) or not isinstance(r, (int, float)) or not math.isfinite(r):
                     raise ValueError(f"groups[{k}]: rewards must be finite numbers, got {r!r}")
@@ -300,11 +332,16 @@ class GRPOLearner:
                 attention[i, p : p + len(s)] = 1
                 mask[i, : len(s)] = 1.0
         dev = self.device
-        return {"input_ids": input_ids.to(dev), "attention_mask": attention.to(dev),
-                "mask": mask.to(dev), "width": torch.tensor(width)}
+        return {
+            "input_ids": input_ids.to(dev),
+            "attention_mask": attention.to(dev),
+            "mask": mask.to(dev),
+            "width": torch.tensor(width),
+        }
 
-    def _micro_batches(self, batch: dict[str, torch.Tensor],
-                       advantages: torch.Tensor) -> list[tuple[dict[str, torch.Tensor], torch.Tensor]]:
+    def _micro_batches(
+        self, batch: dict[str, torch.Tensor], advantages: torch.Tensor
+    ) -> list[tuple[dict[str, torch.Tensor], torch.Tensor]]:
         """Split one group's batch into micro-batches of :attr:`micro_batch_size` sequences,
         each cut to its own longest completion (right padding beyond it is dropped)."""
         out = []
@@ -315,23 +352,29 @@ class GRPOLearner:
             rows = slice(start, start + self.micro_batch_size)
             mask = batch["mask"][rows]
             w = max(1, int(mask.sum(dim=1).max().item()))
-            out.append(({"input_ids": batch["input_ids"][rows, : prompt_len + w],
-                         "attention_mask": batch["attention_mask"][rows, : prompt_len + w],
-                         "mask": mask[:, :w], "width": torch.tensor(w)}, advantages[rows]))
+            out.append(
+                (
+                    {
+                        "input_ids": batch["input_ids"][rows, : prompt_len + w],
+                        "attention_mask": batch["attention_mask"][rows, : prompt_len + w],
+                        "mask": mask[:, :w],
+                        "width": torch.tensor(w),
+                    },
+                    advantages[rows],
+                )
+            )
         return out
 
     def _logps(self, batch: dict[str, torch.Tensor]) -> torch.Tensor:
         """Per-token log-probabilities of the completion tokens, shape ``(G, width)``."""
-        from trl.trainer.utils import selective_log_softmax
-
-        width = int(batch["width"])
-        out = self.model(
-            input_ids=batch["input_ids"], attention_mask=batch["attention_mask"],
-            logits_to_keep=width + 1, use_cache=False,
+        return logprobs.completion_logprobs(
+            self.model,
+            batch["input_ids"],
+            batch["attention_mask"],
+            int(batch["width"]),
+            temperature=self.temperature,
+            chunk_tokens=self.logprob_chunk_tokens,
         )
-        logits = out.logits[:, :-1, :].float() / self.temperature
-        targets = batch["input_ids"][:, -width:]
-        return selective_log_softmax(logits, targets)
 
     # ----------------------------------------------------------------------------- update
     def step(self, groups: Sequence[Group]) -> dict[str, float]:
@@ -381,7 +424,8 @@ class GRPOLearner:
             for _ in range(self.num_iterations):
                 self.optimizer.zero_grad(set_to_none=True)
                 loss, kl_sum, clip_sum = self._accumulate_gradients(
-                    batches, advantages, ref, old, n_tokens=n_tokens, n_seqs=n_seqs)
+                    batches, advantages, ref, old, n_tokens=n_tokens, n_seqs=n_seqs
+                )
                 totals["grad_norm"] += self._apply_update()
                 totals["loss"] += loss
                 totals["kl"] += kl_sum / max(n_tokens, 1.0)
@@ -411,13 +455,22 @@ class GRPOLearner:
             logps = self._logps(batch)
             old_k = logps.detach() if old is None else old[k]
             ptl, ptkl, clipped = grpo_token_loss(
-                logps, old_k, None if ref is None else ref[k], advantages[k], batch["mask"],
-                epsilon=self.epsilon, beta=self.beta,
+                logps,
+                old_k,
+                None if ref is None else ref[k],
+                advantages[k],
+                batch["mask"],
+                epsilon=self.epsilon,
+                beta=self.beta,
             )
             # Each group is a slice of one batch: normalise by the whole batch's count, so the
             # accumulated gradient is that of the batch loss (one optimizer step for all).
-            loss = aggregate_token_loss(ptl, batch["mask"], self.loss_type,
-                                        normalizer=n_tokens if self.loss_type == "dapo" else n_seqs)
+            loss = aggregate_token_loss(
+                ptl,
+                batch["mask"],
+                self.loss_type,
+                normalizer=n_tokens if self.loss_type == "dapo" else n_seqs,
+            )
             loss.backward()
             loss_sum += float(loss.detach())
             kl_sum += float(ptkl.detach().sum())
@@ -445,11 +498,18 @@ class GRPOLearner:
     # ----------------------------------------------------------------------------- persistence
     def _hparams(self) -> dict[str, Any]:
         return {
-            "lora_r": self.lora_r, "lora_alpha": self.lora_alpha, "lora_dropout": self.lora_dropout,
-            "target_modules": self.target_modules, "lr": self.lr, "beta": self.beta,
-            "epsilon": self.epsilon, "max_grad_norm": self.max_grad_norm,
-            "num_iterations": self.num_iterations, "loss_type": self.loss_type,
-            "temperature": self.temperature, "seed": self.seed,
+            "lora_r": self.lora_r,
+            "lora_alpha": self.lora_alpha,
+            "lora_dropout": self.lora_dropout,
+            "target_modules": self.target_modules,
+            "lr": self.lr,
+            "beta": self.beta,
+            "epsilon": self.epsilon,
+            "max_grad_norm": self.max_grad_norm,
+            "num_iterations": self.num_iterations,
+            "loss_type": self.loss_type,
+            "temperature": self.temperature,
+            "seed": self.seed,
         }
 
     def save(self, directory: str | os.PathLike[str]) -> Path:
@@ -469,10 +529,16 @@ class GRPOLearner:
         """
         hparams = self._hparams()
         return checkpoint.save_checkpoint(
-            directory, self.model, self.adapter_name,
+            directory,
+            self.model,
+            self.adapter_name,
             state={"optimizer": self._optimizer_state(), "step": self._step, "hparams": hparams},
-            info={"step": self._step, "stats": self.last_stats, "hparams": hparams,
-                  "trainable_parameters": self.trainable_parameters()},
+            info={
+                "step": self._step,
+                "stats": self.last_stats,
+                "hparams": hparams,
+                "trainable_parameters": self.trainable_parameters(),
+            },
         )
 
     def _optimizer_state(self) -> dict[str, Any]:
