@@ -24,10 +24,14 @@ def test_instances_differ():
     assert a.optimum != b.optimum
 
 
-@pytest.mark.parametrize(("kwargs", "match"), [
-    ({"function": 25, "dimension": 2}, "function"), ({"function": 1, "dimension": 4}, "dimension"),
-    ({"function": 1, "dimension": 2, "instance": 0}, "instance"),
-])
+@pytest.mark.parametrize(
+    ("kwargs", "match"),
+    [
+        ({"function": 25, "dimension": 2}, "function"),
+        ({"function": 1, "dimension": 4}, "dimension"),
+        ({"function": 1, "dimension": 2, "instance": 0}, "instance"),
+    ],
+)
 def test_bad_arguments_name_themselves(kwargs, match):
     with pytest.raises(ValueError, match=match):
         bbob_task(**kwargs)
@@ -62,3 +66,48 @@ def test_hollm_smoke_on_bbob_beats_random_search():
         rand.append(min(task.regret(task.evaluate_array(x)) for x in pts))
     hollm, rand = np.array(hollm), np.array(rand)
     assert np.sum(hollm < rand) >= 5 and np.median(hollm / rand) < 0.2, (hollm, rand)
+
+
+def _bbob_script():
+    """benchmarks/bbob.py as a module (it is a script, not part of the package)."""
+    import importlib.util
+    from pathlib import Path
+
+    path = Path(__file__).resolve().parents[2] / "benchmarks" / "bbob.py"
+    spec = importlib.util.spec_from_file_location("bbob_benchmark_script", path)
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+@pytest.mark.parametrize(("method", "package"), [("smac", "smac"), ("botorch-turbo", "botorch")])
+def test_competitor_runners_spend_the_budget_inside_the_box(method, package):
+    # SMAC3 and BoTorch run through their own libraries; a budget of 11 (not a multiple of
+    # TuRBO's batch of 4) must be spent exactly, on points inside COCO's [-5, 5]^2 box.
+    pytest.importorskip(package)
+    script = _bbob_script()
+    task = bbob_task(1, 2, 1)
+    seen = []
+
+    class Spy(script.Recorder):
+        def __call__(self, x):
+            seen.append(np.array(x))
+            return super().__call__(x)
+
+    rec = Spy(task, budget=11)
+    spent, asks = script.RUNNERS[method](task, rec, seed=3)
+    # asks: points the method's model suggested (TuRBO's 2d+1 Sobol design is not timed)
+    assert rec.n == len(seen) == 11 and asks >= 11 - 5 and spent > 0
+    assert np.all(np.abs(np.array(seen)) <= 5)
+    assert rec.best == min(task.regret(task.evaluate_array(x)) for x in seen)
+
+
+def test_a_missing_competitor_package_stops_with_one_line(monkeypatch):
+    import sys
+
+    from optiforge.extras import MissingExtraError
+
+    script = _bbob_script()
+    monkeypatch.setitem(sys.modules, "smac", None)  # import smac raises ImportError
+    with pytest.raises(MissingExtraError, match=r"'smac'.*optiforge\[bench\]"):
+        script.RUNNERS["smac"](bbob_task(1, 2, 1), script.Recorder(bbob_task(1, 2, 1), 5), seed=0)
