@@ -36,7 +36,7 @@ os.environ.setdefault("OPENBLAS_NUM_THREADS", "1")
 import numpy as np  # noqa: E402
 
 from optiforge.agents.hollm import HOLLMAgent  # noqa: E402
-from optiforge.blackbox.bbob import GROUPS, bbob_task, function_group  # noqa: E402
+from optiforge.blackbox.bbob import GROUPS, bbob_task, function_group, int_ranges  # noqa: E402
 from optiforge.extras import missing_extra  # noqa: E402
 
 HERE = Path(__file__).resolve().parent.parent
@@ -576,20 +576,12 @@ def _plot(rows: list[dict], methods: list[str], dims: list[int]) -> None:
     print(f"\nplot: {IMG / 'bbob_ecdf.png'}")
 
 
-def _ints(text: str) -> list[int]:
-    out = []
-    for part in text.split(","):
-        lo, _, hi = part.partition("-")
-        out.extend(range(int(lo), int(hi or lo) + 1))
-    return out
-
-
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("command", choices=["run", "report"])
-    ap.add_argument("--dims", type=_ints, default=[2, 5])
-    ap.add_argument("--functions", type=_ints, default=list(range(1, 25)))
-    ap.add_argument("--instances", type=_ints, default=[1, 2])
+    ap.add_argument("--dims", type=int_ranges, default=[2, 5])
+    ap.add_argument("--functions", type=int_ranges, default=list(range(1, 25)))
+    ap.add_argument("--instances", type=int_ranges, default=[1, 2])
     ap.add_argument("--runs", type=int, default=1)
     ap.add_argument("--methods", type=lambda s: s.split(","), default=METHODS)
     ap.add_argument("--workers", type=int, default=1)

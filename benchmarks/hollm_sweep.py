@@ -28,7 +28,7 @@ os.environ.setdefault("OPENBLAS_NUM_THREADS", "1")
 import numpy as np  # noqa: E402
 
 from optiforge.agents.hollm import HOLLMAgent  # noqa: E402
-from optiforge.blackbox.bbob import bbob_task  # noqa: E402
+from optiforge.blackbox.bbob import bbob_task, int_ranges  # noqa: E402
 
 HERE = Path(__file__).resolve().parent.parent
 OUT = HERE / "docs" / "benchmarks" / "hollm_sweep.jsonl"
@@ -72,14 +72,6 @@ def run_one(config: str, f: int, d: int, instance: int, run: int) -> dict:
         "final_regret": float(best),
         "ask_ms": 1000 * spent / budget,
     }
-
-
-def _ints(text: str) -> list[int]:
-    out = []
-    for part in text.split(","):
-        lo, _, hi = part.partition("-")
-        out.extend(range(int(lo), int(hi or lo) + 1))
-    return out
 
 
 def load(path: Path) -> list[dict]:
@@ -133,9 +125,9 @@ def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("command", choices=["run", "report"])
     ap.add_argument("--configs", type=lambda s: s.split(","), default=list(CONFIGS))
-    ap.add_argument("--dims", type=_ints, default=[5])
-    ap.add_argument("--functions", type=_ints, default=list(range(15, 25)))
-    ap.add_argument("--instances", type=_ints, default=[3, 4])
+    ap.add_argument("--dims", type=int_ranges, default=[5])
+    ap.add_argument("--functions", type=int_ranges, default=list(range(15, 25)))
+    ap.add_argument("--instances", type=int_ranges, default=[3, 4])
     ap.add_argument("--runs", type=int, default=1)
     ap.add_argument("--out", type=Path, default=OUT)
     args = ap.parse_args()

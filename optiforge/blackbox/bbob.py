@@ -42,6 +42,24 @@ GROUPS: dict[str, tuple[int, ...]] = {
 _LOCK = threading.Lock()  # COCO writes the minimiser to a file in the working directory
 
 
+def int_ranges(text: str) -> list[int]:
+    """``"1-5,15,20-24"`` → ``[1, 2, 3, 4, 5, 15, 20, ...]`` (dimensions, functions, instances).
+
+    Raises
+    ------
+    ValueError
+        On a part that is not an integer or an ``a-b`` range.
+    """
+    out: list[int] = []
+    for part in str(text).split(","):
+        lo, _, hi = part.strip().partition("-")
+        try:
+            out.extend(range(int(lo), int(hi or lo) + 1))
+        except ValueError:
+            raise ValueError(f"expected integers or ranges like 1-5,15, got {text!r}") from None
+    return out
+
+
 def _import_cocoex() -> Any:
     try:
         import cocoex

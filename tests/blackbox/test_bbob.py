@@ -111,3 +111,12 @@ def test_a_missing_competitor_package_stops_with_one_line(monkeypatch):
     monkeypatch.setitem(sys.modules, "smac", None)  # import smac raises ImportError
     with pytest.raises(MissingExtraError, match=r"'smac'.*optiforge\[bench\]"):
         script.RUNNERS["smac"](bbob_task(1, 2, 1), script.Recorder(bbob_task(1, 2, 1), 5), seed=0)
+
+
+def test_int_ranges_reads_lists_and_ranges_and_names_bad_input():
+    from optiforge.blackbox.bbob import int_ranges
+
+    assert int_ranges("1-3,15,20-21") == [1, 2, 3, 15, 20, 21]
+    assert int_ranges("5") == [5]
+    with pytest.raises(ValueError, match="ranges like"):
+        int_ranges("1-x")
