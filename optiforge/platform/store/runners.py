@@ -10,11 +10,13 @@ rounds).
 A runner is ``"host/boot/pid/start"``: the host name, the kernel's boot id (pids restart
 after a reboot), the pid, and the process's start time in clock ticks since boot (a pid can
 be reused by a later process; the start time tells them apart). Runners on another host
-cannot be checked from here and count as alive.
+cannot be checked from here (``"unknown"``): their campaigns keep reading as ``running``, and a
+claim from this machine is not refused.
 """
 
 from __future__ import annotations
 
+import functools
 import os
 import socket
 from typing import Literal
@@ -56,7 +58,12 @@ def _start_ticks(pid: int) -> str | None:
 
 def this_process() -> str:
     """The runner string of the calling process."""
-    pid = os.getpid()
+    return _identity(os.getpid())
+
+
+@functools.lru_cache(maxsize=4)
+def _identity(pid: int) -> str:
+    # Keyed by pid: a forked child is another process and gets its own string.
     return f"{socket.gethostname()}/{_boot_id()}/{pid}/{_start_ticks(pid) or '-'}"
 
 
