@@ -167,21 +167,26 @@ def _checked_build(parsed: LLMSpec, options: dict[str, Any]) -> LLM:
                          f"and not in the Hugging Face cache") from None
 
 
+def _reject_unknown_options(kind: str, options: dict[str, Any], backend: str) -> None:
+    """``TypeError`` for build-time options (the spec's and the caller's overrides) that the
+    backend of ``kind`` does not take; the spec's own were already checked by :func:`parse_spec`."""
+    accepted = _SPEC_OPTIONS[kind]
+    unknown = sorted(set(options) - set(accepted))
+    if unknown:
+        raise TypeError(f"llm: unknown option(s) {unknown} for {backend}; accepted: {list(accepted)}")
+
+
 def _build(parsed: LLMSpec, options: dict[str, Any]) -> LLM:
     if parsed.kind == "hf":
         require("llm", "a local model (smollm2, hf:...)")
         from optiforge.platform.llm.transformers_backend import TransformersLLM
 
-        unknown = sorted(set(options) - set(_HF_OPTIONS))
-        if unknown:
-            raise TypeError(f"llm: unknown option(s) {unknown} for a transformers model; accepted: {list(_HF_OPTIONS)}")
+        _reject_unknown_options(parsed.kind, options, "a transformers model")
         return TransformersLLM(parsed.target, **options)
     if parsed.kind == "llamacpp":
         from optiforge.platform.llm.llamacpp_backend import LlamaCppLLM
 
-        unknown = sorted(set(options) - set(_LLAMACPP_OPTIONS))
-        if unknown:
-            raise TypeError(f"llm: unknown option(s) {unknown} for llama.cpp; accepted: {list(_LLAMACPP_OPTIONS)}")
+        _reject_unknown_options(parsed.kind, options, "llama.cpp")
         adapter = options.pop("adapter", None)
         llm = LlamaCppLLM(parsed.target, **options)
         if adapter is not None:
