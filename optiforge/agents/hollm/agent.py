@@ -247,8 +247,12 @@ class HOLLMAgent:
         self.last_iteration: dict[str, Any] = {}
 
     # ------------------------------------------------------------------ observations
+    def _keys_of(self, U: np.ndarray) -> list[bytes]:
+        """Duplicate-check keys of the rows of ``U`` (one point or many): their canonical bytes."""
+        return [row.tobytes() for row in self.space.canonical(U)]
+
     def _key(self, u: np.ndarray) -> bytes:
-        return self.space.canonical(u)[0].tobytes()
+        return self._keys_of(u)[0]
 
     def tell(self, params: Mapping[str, Any], value: float | None) -> None:
         """Record an evaluation; ``value=None`` (or NaN/inf) records a failed evaluation.
@@ -366,11 +370,7 @@ class HOLLMAgent:
         cands: list[Candidate] = []
         flat = [c for group in proposals for c in group]
         # One vectorised canonical() for all candidates (per-candidate calls were ~5% of an ask).
-        keys = (
-            [row.tobytes() for row in self.space.canonical(np.array([c.u for c in flat]))]
-            if flat
-            else []
-        )
+        keys = self._keys_of(np.array([c.u for c in flat])) if flat else []
         for c, key in zip(flat, keys, strict=True):
             if key in taken:
                 self.stats["duplicates_dropped"] = self.stats.get("duplicates_dropped", 0) + 1
