@@ -1,6 +1,7 @@
 """CALM-style heuristic evolution: population, prompts, parsing, rewards and the agent."""
 
 from optiforge.agents.evolution.agent import (
+    GRAFT_OPERATOR,
     TUNE_OPERATOR,
     EvolutionAgent,
     EvolutionConfig,
@@ -30,6 +31,7 @@ from optiforge.agents.evolution.rewards import RewardConfig, calm_reward, relati
 __all__ = [
     "OPERATORS",
     "TUNE_OPERATOR",
+    "GRAFT_OPERATOR",
     "Constant",
     "TuneRequest",
     "find_constants",

@@ -33,8 +33,14 @@ import numpy as np
 from optiforge import validation as check
 from optiforge.agents.evolution.canonical import code_hash
 from optiforge.agents.evolution.constants import find_constants
+from optiforge.agents.evolution.graft import GraftableTask, Term, all_terms, graftable
 from optiforge.agents.evolution.parsing import parse_response, signature_params
-from optiforge.agents.evolution.population import PoolEntry, Population, collapse_triggered
+from optiforge.agents.evolution.population import (
+    PoolEntry,
+    Population,
+    collapse_triggered,
+    rank_weights,
+)
 from optiforge.agents.evolution.prompts import OPERATORS, build_prompt
 from optiforge.agents.evolution.rewards import RewardConfig, calm_reward
 from optiforge.agents.protocols import LLM
@@ -42,6 +48,9 @@ from optiforge.types import Completion, Evaluation
 
 TUNE_OPERATOR = "tune"
 """The operator of a child whose constants a black-box study set (no LLM wrote it)."""
+GRAFT_OPERATOR = "graft"
+"""The operator of a child with one term added from the task's features and its constants
+tuned by a black-box study (no LLM wrote it; see :mod:`~optiforge.agents.evolution.graft`)."""
 
 _DEFAULT_WEIGHTS = {
     "initialization": 0.10,
@@ -90,6 +99,11 @@ class EvolutionConfig:
         Points asked from the tune study at once (evaluated in parallel in the sandbox).
     tune_max_constants : int
         The first this many constants of a program are tuned; the rest keep their values.
+    graft_terms : int
+        Terms grafted (each onto the same parent, each tuned by its own study of
+        ``tune_budget`` evaluations) in a tune round that has no program to tune, for a task
+        with features (:class:`~optiforge.agents.evolution.graft.GraftableTask`); 0: never.
+        See :meth:`EvolutionAgent.graft_targets`.
     """
 
     samples_per_prompt: int = 4
@@ -109,6 +123,7 @@ class EvolutionConfig:
     tune_budget: int = 24
     tune_batch: int = 4
     tune_max_constants: int = 6
+    graft_terms: int = 4
 
     def __post_init__(self) -> None:
         if isinstance(self.rewards, dict):
@@ -117,6 +132,7 @@ class EvolutionConfig:
                      "tune_batch", "tune_max_constants"):
             check.integer(getattr(self, name), f"agent_options.{name}", minimum=1)
         check.integer(self.tune_every, "agent_options.tune_every", minimum=0)
+        check.integer(self.graft_terms, "agent_options.graft_terms", minimum=0)
         check.integer(self.tune_budget, "agent_options.tune_budget", minimum=2)
         for name in ("init_from_seed_prob", "delta0", "top_p"):
             check.unit(getattr(self, name), f"agent_options.{name}", closed=True)
@@ -213,10 +229,12 @@ class Proposal:
 
 @dataclass(frozen=True)
 class TuneRequest:
-    """What a ``tune`` round should do: tune ``parent``'s constants with this budget and seed.
+    """One study of a tune round: tune ``parent``'s constants with this budget and seed.
 
-    The agent decides when and what to tune; whoever owns a sandbox and a study store runs
-    the study and hands the best variant back through :meth:`EvolutionAgent.tune_proposal`.
+    With a ``term``, the study tunes ``parent`` with that term grafted on (the term's
+    constants first), and the child must still beat ``parent``. The agent decides when and
+    what to tune; whoever owns a sandbox and a study store runs the study and hands the best
+    variant back through :meth:`EvolutionAgent.tune_proposal` (or ``graft_proposal``).
     """
 
     parent: PoolEntry
@@ -224,6 +242,11 @@ class TuneRequest:
     batch: int
     max_constants: int
     seed: int
+    term: Term | None = None
+
+
+def _graft_key(parent_hash: str, term: Term) -> str:
+    return f"{parent_hash} {term.feature} {term.shape} {term.sign:+.0f}"
 
 
 def _seed_idea(name: str, code: str, entry_point: str) -> str:
@@ -291,6 +314,7 @@ class EvolutionAgent:
         self.seeded = False
         self._seen: dict[str, float | None] = {}
         self._tuned: set[str] = set()  # programs whose constants were tuned, or that a tune wrote
+        self._grafted: set[str] = set()  # "<parent hash> <term>" pairs already tried
 
     # -- public API --------------------------------------------------------------------
     @property
@@ -334,6 +358,52 @@ class EvolutionAgent:
                 return TuneRequest(entry, cfg.tune_budget, cfg.tune_batch, cfg.tune_max_constants,
                                    int(self.rng.integers(0, 2**31 - 1)))
         return None
+
+    def graft_targets(self) -> list[TuneRequest]:
+        """A graft round's studies: ``graft_terms`` new terms on one pool parent (or none).
+
+        Asked on a tune round for which :meth:`tune_target` found nothing to tune. The parent
+        is drawn by rank (EoH weights: mostly the best); the terms are drawn from the task's
+        features x shapes x signs (:func:`~optiforge.agents.evolution.graft.all_terms`), never
+        one already tried on that parent. Empty for a task without features, with
+        ``graft_terms = 0``, or off the tune schedule.
+        """
+        cfg = self.config
+        if (not self.seeded or cfg.tune_every == 0 or self.round % cfg.tune_every != 0
+                or cfg.graft_terms == 0 or not isinstance(self.task, GraftableTask) or not len(self.population)):
+            return []
+        parents = [e for e in self.population.ranked() if graftable(e.code, self.task.entry_point)]
+        fresh = {e.hash: [t for t in all_terms(self.task) if _graft_key(e.hash, t) not in self._grafted]
+                 for e in parents}
+        parents = [e for e in parents if fresh[e.hash]]
+        if not parents:
+            return []
+        parent = parents[int(self.rng.choice(len(parents), p=rank_weights(len(parents))))]
+        terms = fresh[parent.hash]
+        picked = self.rng.choice(len(terms), size=min(cfg.graft_terms, len(terms)), replace=False)
+        return [TuneRequest(parent, cfg.tune_budget, cfg.tune_batch, cfg.tune_max_constants,
+                            int(self.rng.integers(0, 2**31 - 1)), term=terms[int(i)]) for i in sorted(picked)]
+
+    def graft_proposal(self, requests: list[TuneRequest], codes: list[str | None]) -> Proposal:
+        """The graft round's proposal: one child per study that beat the parent (``None``: none did).
+
+        Observe it with the children's train evaluations, as any proposal.
+        """
+        if not requests or len(codes) != len(requests) or any(r.term is None for r in requests):
+            raise ValueError("requests: expected the graft requests of this round, one code per request")
+        parent = requests[0].parent
+        programs, batch = [], set()
+        for request, code in zip(requests, codes, strict=True):
+            self._grafted.add(_graft_key(parent.hash, request.term))
+            if code is None:
+                continue
+            h = code_hash(code)
+            idea = f"{parent.idea or 'The parent heuristic'} Plus a term that {request.term.describe()}."
+            programs.append(Program(code, idea, h, duplicate_of=h if h in self._seen or h in batch else None,
+                                    notes=[f"{request.term.describe()}, grafted onto {parent.hash}; constants tuned"]))
+            batch.add(h)
+        return Proposal(self.round, GRAFT_OPERATOR, "", [parent.hash], [], programs,
+                        baseline_score=parent.score, parent_scores=[parent.score])
 
     def tune_proposal(self, request: TuneRequest, code: str | None) -> Proposal:
         """The ``tune`` round's proposal: the best tuned variant of ``request.parent``.
@@ -435,6 +505,8 @@ class EvolutionAgent:
             return [0.0] * len(evaluations)
         if proposal.operator == TUNE_OPERATOR:
             self._tuned.update(proposal.parents)
+        if proposal.operator in (TUNE_OPERATOR, GRAFT_OPERATOR):
+            # Their constants were just set by a study: tuning them again is wasted budget.
             self._tuned.update(p.hash for p in proposal.programs if p.hash is not None)
 
         before = self.best.score if self.best is not None else math.inf
@@ -486,6 +558,7 @@ class EvolutionAgent:
             "population": self.population.state_dict(),
             "seen": dict(self._seen),
             "tuned": sorted(self._tuned),
+            "grafted": sorted(self._grafted),
         }
 
     def load_state_dict(self, state: dict[str, Any]) -> None:
@@ -508,6 +581,7 @@ class EvolutionAgent:
         self.population.capacity = self.config.pool_size
         self._seen = dict(state["seen"])
         self._tuned = set(state.get("tuned", []))  # absent in states saved before tuning existed
+        self._grafted = set(state.get("grafted", []))  # likewise, before grafting
 
     # -- internals ---------------------------------------------------------------------
     def _observe_seeds(self, proposal: Proposal, evaluations: list[Evaluation]) -> None:

@@ -34,7 +34,8 @@ from optiforge.agents.evolution.population import PoolEntry
 
 OPERATORS = ("initialization", "injection", "replacement", "crossover", "simplification", "tweak")
 """The LLM operators (the agent also uses ``"seed"`` for the task's seed programs and
-``"tune"`` for children whose constants a study set)."""
+``"tune"`` for children whose constants a study set, ``"graft"`` for children with a term
+added from the task's features)."""
 
 N_PARENTS = {"initialization": (0, 1), "injection": (1, 1), "replacement": (1, 1),
              "crossover": (2, 2), "simplification": (1, 1), "tweak": (1, 3)}

@@ -76,6 +76,11 @@ class BinPackingTask(NamedDatasetSplits):
     split_table = SPLIT_DATASETS
     all_datasets = staticmethod(dataset_names)
     baseline = "best_fit"
+    # The graft operator's building blocks (optiforge.agents.evolution.graft): the space an
+    # item would leave, the same as a fraction of the capacity (an empty bin is always among
+    # ``bins``, so its maximum is the capacity), and how full the item would make the bin.
+    features = {"bins - item": 10.0, "(bins - item) / np.max(bins)": 0.1, "item / bins": 0.5}
+    score_scale = 10.0  # best fit's -(bins - item) spreads over about this much
 
     def __init__(self) -> None:
         # Instance data is generated lazily (get_dataset caches it per process): construction is cheap.

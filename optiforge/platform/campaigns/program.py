@@ -12,6 +12,9 @@ Every ``tune_every`` rounds the agent may ask for a ``tune`` round instead: a st
 study sets the constants of a pool heuristic, each variant scored in the sandbox on the train
 split (:mod:`optiforge.platform.campaigns.tune`); the best variant, if it beats its parent,
 is stored as a child with ``operator="tune"`` and its constants and study id in its metrics.
+A tune round with nothing to tune is a ``graft`` round for a task with features: a few terms
+are grafted onto one pool heuristic, each tuned by its own study, and the children that beat
+it are stored with ``operator="graft"`` (the term sits beside the constants).
 
 Because every round is committed together with the agent's state, a campaign killed at any
 point (even ``kill -9``) resumes from its last committed round and loses no stored
@@ -29,12 +32,21 @@ from optiforge.agents.protocols import PolicyLearner, ProgramEvaluator, Trainabl
 from optiforge.heuristics import HeuristicTask
 from optiforge.platform.campaigns.report import CampaignReport
 from optiforge.platform.campaigns.summary import campaign_progress
-from optiforge.platform.campaigns.tune import tune_constants
+from optiforge.platform.campaigns.tune import TuneResult, tune_constants
 from optiforge.platform.resources import release_free_memory
 from optiforge.platform.store import Campaign, CandidateIn, LLMCallIn, Store
 from optiforge.types import Evaluation
 
 Group = tuple[str, list[str], list[float]]
+
+
+def _with_tune_record(result: TuneResult) -> Evaluation:
+    """The tuned child's evaluation, with its constants, term and study beside the scorer's
+    metrics, so the child can be looked at (and its study opened) later."""
+    ev = result.evaluation
+    assert ev is not None
+    return Evaluation(valid=ev.valid, score=ev.score, error=ev.error, runtime_s=ev.runtime_s,
+                      metrics={**ev.metrics, "tune": result.record()})
 
 
 class ProgramCampaign:
@@ -168,6 +180,10 @@ class ProgramCampaign:
         if request is not None:
             self._tune_round(request)
             return
+        grafts = self.agent.graft_targets()
+        if grafts:
+            self._graft_round(grafts)
+            return
         proposal = self.agent.propose()
         evals = self._evaluate(proposal.programs)
         rewards = self.agent.observe(proposal, evals)
@@ -183,13 +199,16 @@ class ProgramCampaign:
         result = tune_constants(self.store, self.evaluator, self.task, request,
                                 owner=self.campaign.owner, label=self.campaign.id)
         proposal = self.agent.tune_proposal(request, result.code)
-        evals = []
-        if result.evaluation is not None:
-            ev = result.evaluation
-            # The constants and the study sit beside the scorer's metrics, so the child can be
-            # looked at (and its study opened) later.
-            evals = [Evaluation(valid=ev.valid, score=ev.score, error=ev.error, runtime_s=ev.runtime_s,
-                                metrics={**ev.metrics, "tune": result.record()})]
+        evals = [] if result.evaluation is None else [_with_tune_record(result)]
+        self.agent.observe(proposal, evals)
+        self._record(proposal, evals, None)
+
+    def _graft_round(self, requests: list[TuneRequest]) -> None:
+        """Graft terms onto a pool heuristic, one study each; children that beat it join."""
+        results = [tune_constants(self.store, self.evaluator, self.task, r,
+                                  owner=self.campaign.owner, label=self.campaign.id) for r in requests]
+        proposal = self.agent.graft_proposal(requests, [r.code for r in results])
+        evals = [_with_tune_record(r) for r in results if r.code is not None]
         self.agent.observe(proposal, evals)
         self._record(proposal, evals, None)
 

@@ -32,6 +32,14 @@ def campaign_status(store: Store, campaign_id: str) -> Iterator[None]:
         raise
 
 
+_NOT_LLM = {
+    "tune": ": a pool heuristic's constants set by a HOLLM study",
+    "graft": ": a term built from the task's features, its constants set by a HOLLM study; "
+             "not written by the LLM",
+}
+"""How a verdict names the operators whose children no LLM wrote (the user should know)."""
+
+
 @dataclass
 class CampaignReport:
     """What a finished campaign found, as printed by ``optiforge campaign run``.
@@ -86,7 +94,8 @@ class CampaignReport:
         if gap is None:
             return f"no verdict: the held-out {split} scores are missing"
         if gap < 0:
-            return (f"discovery: the best generated heuristic ({self.best_operator}) beats {base} "
+            return (f"discovery: the best generated heuristic ({self.best_operator}"
+                    f"{_NOT_LLM.get(self.best_operator or '', '')}) beats {base} "
                     f"on the held-out {split} split: {self.best_test_score:.3f} vs "
                     f"{self.baseline_test_score:.3f} ({-gap:.3f} points better)")
         return (f"no discovery: the best generated heuristic ({self.best_operator}) is better on "

@@ -12,13 +12,13 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from optiforge.agents.evolution import TUNE_OPERATOR
+from optiforge.agents.evolution import GRAFT_OPERATOR, TUNE_OPERATOR
 from optiforge.agents.registry import get_agent
 from optiforge.platform.store import Campaign, CandidateOutline, Store
 
 SEED_OPERATOR = "seed"
 """The operator of a task's seed heuristics: stored candidates no LLM wrote (not budget)."""
-NOT_LLM_WRITTEN = (SEED_OPERATOR, TUNE_OPERATOR)
+NOT_LLM_WRITTEN = (SEED_OPERATOR, TUNE_OPERATOR, GRAFT_OPERATOR)
 """Operators of candidates that no LLM wrote: they do not count against the budget."""
 BASELINE_PREFIX = "baseline:"
 """The ``candidate_hash`` of the baseline's held-out evaluation (see ``ProgramCampaign.report``)."""

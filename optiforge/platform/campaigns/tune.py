@@ -33,6 +33,7 @@ from optiforge.agents.evolution import (
     substitute,
     tune_space,
 )
+from optiforge.agents.evolution.graft import graft, term_first
 from optiforge.agents.protocols import ProgramEvaluator
 from optiforge.platform.store import Store
 from optiforge.platform.study import create_study
@@ -59,11 +60,15 @@ class TuneResult:
     evaluation: Evaluation | None = None
     constants: dict[str, float] = field(default_factory=dict)
     parent_constants: dict[str, float] = field(default_factory=dict)
+    term: dict[str, Any] | None = None
 
     def record(self) -> dict[str, Any]:
         """What the child stores beside its metrics (so it can be looked at later)."""
-        return {"study_id": self.study_id, "evaluations": self.evaluations,
-                "constants": self.constants, "parent_constants": self.parent_constants}
+        out = {"study_id": self.study_id, "evaluations": self.evaluations,
+               "constants": self.constants, "parent_constants": self.parent_constants}
+        if self.term is not None:
+            out["term"] = self.term
+        return out
 
 
 def _finite(ev: Evaluation) -> bool:
@@ -90,33 +95,60 @@ def tune_constants(store: Store, evaluator: ProgramEvaluator, task: Any, request
     -------
     TuneResult
         The best variant only if it is strictly better than the parent on train.
+
+    Notes
+    -----
+    With ``request.term`` the study tunes the parent with that term grafted on
+    (:func:`~optiforge.agents.evolution.graft.graft`): the term's constants come first, the
+    grafted program's own score is the study's first trial (one sandboxed evaluation of the
+    budget), and a variant is kept only if it beats the parent without the term.
     """
     parent = request.parent
-    constants = find_constants(parent.code, request.max_constants)
+    code, start_score = parent.code, parent.score
+    if request.term is not None:
+        code = graft(parent.code, task, request.term)
+        if code is None:
+            return TuneResult(study_id=None, term=request.term.to_dict())
+    constants = find_constants(code)
+    if request.term is not None:
+        constants = term_first(code, task.entry_point, constants)
+    constants = constants[: request.max_constants]
     if not constants:
         return TuneResult(study_id=None)
     start = space_point(constants)
+    term = None if request.term is None else request.term.to_dict()
+    best = parent.score
+    first: Evaluation | None = None
+    if request.term is not None:
+        # The grafted program as written: the study's first point, scored in the sandbox.
+        first = evaluator.evaluate(task, [code], "train")[0]
+        if not _finite(first):
+            return TuneResult(study_id=None, evaluations=1, term=term)  # the term does not run here
+        start_score = float(first.score)
+    kind = "tune" if request.term is None else "graft"
     study = create_study(tune_space(constants), agent="hollm",
                          agent_options={**TUNE_AGENT_OPTIONS, "budget": request.budget,
                                         "b": request.batch},
                          storage=store, seed=request.seed, owner=owner,
-                         name=f"{label} tune {parent.hash[:12]}".strip())
-    # The parent's own constants, with its known train score: the point every variant must beat.
-    study.add_trial(start, parent.score)
+                         name=f"{label} {kind} {parent.hash[:12]}".strip())
+    # The program's own constants, with its train score: the point every variant must beat.
+    study.add_trial(start, start_score)
     result = TuneResult(study_id=study.id, evaluations=1,
-                        parent_constants=signed_values(constants, start))
-    best = parent.score
+                        parent_constants=signed_values(constants, start), term=term)
+    if first is not None and start_score < best:
+        best = start_score
+        result.code, result.evaluation, result.constants = code, first, signed_values(constants, start)
     while result.evaluations < request.budget:
         trials = study.ask(min(request.batch, request.budget - result.evaluations))
         values = [signed_values(constants, t.params) for t in trials]
-        codes = [substitute(parent.code, constants, v) for v in values]
-        evaluations = evaluator.evaluate(task, codes, "train")
-        for trial, code, value, ev in zip(trials, codes, values, evaluations, strict=True):
+        variants = [substitute(code, constants, v) for v in values]
+        evaluations = evaluator.evaluate(task, variants, "train")
+        for trial, variant, value, ev in zip(trials, variants, values, evaluations, strict=True):
             if _finite(ev):
                 study.tell(trial.id, float(ev.score))
                 if ev.score < best:
                     best = float(ev.score)
-                    result.code, result.evaluation, result.constants = code, ev, value
+                    result.code, result.evaluation, result.constants = variant, ev, value
             else:
                 study.tell(trial.id, state="failed")
         result.evaluations += len(trials)

@@ -9,6 +9,7 @@ import numpy as np
 import pytest
 
 from optiforge.agents.evolution import EvolutionAgent, EvolutionConfig, PoolEntry, TuneRequest
+from optiforge.agents.evolution.graft import Term
 from optiforge.heuristics import get_task
 from optiforge.heuristics.inprocess import evaluate_in_process
 from optiforge.platform.campaigns import create_campaign, run_campaign
@@ -137,3 +138,48 @@ def test_campaign_stores_the_tuned_child_with_its_constants_and_study(home, tmp_
     assert child.metrics["tune"]["parent_constants"] == {"c0": 1.5}
     study = load_study(child.metrics["tune"]["study_id"], store)
     assert len(study.trials) == 6 and study.best_trial.value == pytest.approx(child.score)
+
+
+def test_a_graft_study_runs_in_the_sandbox_and_its_child_must_beat_the_parent(home, sandbox):
+    task = get_task("binpacking")
+    best_fit = task.seeds["best_fit"]
+    score = evaluate_in_process(task, best_fit, "train").score
+    parent = PoolEntry("best-fit-hash", MARKED.replace("+ 1.5 * bins", ""), "best fit", score, "seed", [], 0)
+    counting = CountingEvaluator(sandbox)
+    # Penalising a small leftover space is a term that can beat best fit once tuned (docs/benchmarks/discovery.md)
+    term = Term("bins - item", "band", -1.0)
+    request = TuneRequest(parent, budget=12, batch=4, max_constants=6, seed=0, term=term)
+    result = tune_constants(Store(), counting, task, request, "local")
+    assert len(counting.programs) == result.evaluations == 12  # the grafted start point too
+    assert not hasattr(np, "optiforge_tune_ran_here")  # every variant ran in the sandbox only
+    assert result.code is not None and result.evaluation.score < score
+    assert evaluate_in_process(task, result.code, "train").score == pytest.approx(result.evaluation.score)
+    assert result.record()["term"] == {"feature": "bins - item", "shape": "band", "sign": -1.0}
+    # the term's constants were searched first: the weight, the band's lower end, its threshold
+    assert list(result.parent_constants.values()) == [-10.0, 0.0, 10.0]
+    # a term the program cannot take (two returns) makes no study
+    two = PoolEntry("two", "def priority(item, bins):\n    if item:\n        return bins\n    return -bins\n",
+                    None, score, "seed", [], 0)
+    assert tune_constants(Store(), counting, task, TuneRequest(two, 12, 4, 6, 0, term=term), "local").study_id is None
+
+
+def test_a_campaign_without_llm_programs_to_tune_grafts_and_stores_the_terms(home, tmp_path: Path):
+    replay = tmp_path / "r.jsonl"
+    replay.write_text(json.dumps({"text": "no code in this answer"}) + "\n")
+    store = Store()
+    options = {"samples_per_prompt": 2, "tune_every": 2, "tune_budget": 8, "graft_terms": 2}
+    cid = create_campaign(store, task="binpacking", budget=4, llm=f"replay:{replay}", seed=0,
+                          config={"agent_options": options, "workers": 1})
+    report = run_campaign(store, cid)
+    cands = store.candidates(cid)
+    grafted = [c for c in cands if c.operator == "graft"]
+    assert len([c for c in cands if c.operator not in ("seed", "tune", "graft")]) == 4  # the budget
+    assert grafted, "a tune round with nothing to tune grafts"
+    by_hash = {c.hash: c for c in cands if c.valid}
+    for child in grafted:
+        (parent_hash,) = child.parents
+        assert child.valid and child.score < by_hash[parent_hash].score  # kept only if it beats the parent
+        record = child.metrics["tune"]
+        assert set(record["term"]) == {"feature", "shape", "sign"}
+        assert load_study(record["study_id"], store).best_trial.value == pytest.approx(child.score)
+    assert report.best_operator in ("graft", "seed")

@@ -52,8 +52,11 @@ def test_chunks_match_the_full_logits(fresh_llm) -> None:
                 learner.model, ids, attention, width, temperature=0.7, chunk_tokens=chunk
             )
         assert got.shape == expected.shape
-        torch.testing.assert_close(got[mask], expected[mask], rtol=0, atol=1e-5)
-    torch.testing.assert_close(ref[mask], expected_ref[mask], rtol=0, atol=1e-5)
+        # Chunking changes the matmul shapes, so BLAS sums in another order. A log-prob is a
+        # logit (~20) minus a log-sum-exp (~20), each with fp32 rounding of ~1e-6 relative:
+        # up to ~4e-5 apart (seen: 1.9e-5), still 10x below the adapter's effect checked below.
+        torch.testing.assert_close(got[mask], expected[mask], rtol=0, atol=1e-4)
+    torch.testing.assert_close(ref[mask], expected_ref[mask], rtol=0, atol=1e-4)
     assert (ref[mask] - expected[mask]).abs().max() > 1e-3  # the adapter matters: not vacuous
     with pytest.raises(ValueError, match="^width:"):
         completion_logprobs(learner.model, ids, attention, ids.shape[1])
@@ -71,7 +74,9 @@ def test_chunked_update_equals_the_full_logits_update(fresh_llm) -> None:
     for step in (1, 2):
         a, b = chunked.step(groups), full.step(groups)
         for key in ("loss", "kl", "grad_norm"):
-            assert a[key] == pytest.approx(b[key], rel=1e-4, abs=1e-8), (step, key)
+            # rel 1e-3: step 2 starts from AdamW's step 1, which amplifies float-order
+            # differences (below); a chunking bug moves these figures by O(1).
+            assert a[key] == pytest.approx(b[key], rel=1e-3, abs=1e-8), (step, key)
     # Step 2's figures also check step 1's weights. (Not compared element by element: AdamW
     # divides by sqrt(v), so an element whose gradient is ~0 moves by a visible fraction of lr
     # on float-order differences alone.)
