@@ -14,8 +14,10 @@ threshold added to best fit), no LLM: train score before and after, the held-out
 of both against the baseline's, evaluations and seconds.
 
 ``campaigns``: full campaigns (the platform's runner, store and sandbox) for each arm and seed:
-``evolution`` (``tune_every=0``), ``evolution+tune`` (the default) and ``tune-seeds`` (the
-control: the tune operator on the task's seeds alone, no LLM). Prints the test score of the
+``evolution`` (``tune_every=0``: no tune, no graft), ``evolution+tune`` (``graft_terms=0``),
+``evolution+tune+graft`` (the default), and two controls without the LLM: ``graft-no-llm``
+(the default campaign with an LLM that writes no code: what graft + tune find alone) and
+``tune-seeds`` (the tune operator on the task's seeds alone). Prints the test score of the
 best program against the baseline's and whether it is a discovery (a generated program that
 beats the baseline on the held-out split), with the wall time.
 
@@ -25,7 +27,7 @@ Usage::
         [--llm llamacpp:smollm2 llamacpp:gemma3] [--show-new] [--answer-prefix code]
     python benchmarks/discovery.py tune [--budget 24] [--seed 0]
     python benchmarks/discovery.py campaigns [--task binpacking] [--seeds 0 1] [--budget 16]
-        [--arms evolution evolution+tune tune-seeds] [--rl none]
+        [--arms evolution evolution+tune evolution+tune+graft graft-no-llm tune-seeds] [--rl none]
 """
 
 from __future__ import annotations
@@ -242,6 +244,15 @@ def tune(args: argparse.Namespace) -> None:
     print(json.dumps(rows))
 
 
+ARM_OPTIONS: dict[str, dict] = {
+    "evolution": {"tune_every": 0},               # the LLM alone: no tune, no graft
+    "evolution+tune": {"graft_terms": 0},         # + HOLLM on the constants the LLM wrote
+    "evolution+tune+graft": {},                    # the default
+    "graft-no-llm": {},                            # the default with an LLM that writes nothing
+    "tune-seeds": {},
+}
+
+
 def campaigns(args: argparse.Namespace) -> None:
     from optiforge.platform.campaigns import create_campaign, run_campaign
     from optiforge.platform.store import Store
@@ -255,11 +266,17 @@ def campaigns(args: argparse.Namespace) -> None:
                 out = _tune_seeds(args.task, seed, args.tune_budget)
             else:
                 store = Store()
-                options = {"max_new_tokens": args.max_new_tokens,
-                           **({"tune_every": 0} if arm == "evolution" else {}),
+                options = {"max_new_tokens": args.max_new_tokens, **ARM_OPTIONS[arm],
                            **json.loads(args.options)}
-                cid = create_campaign(store, task=args.task, budget=args.budget, llm=args.llm,
-                                      seed=seed, rl=args.rl, config={"agent_options": options})
+                llm, rl = args.llm, args.rl
+                if arm == "graft-no-llm":
+                    # The control: the same runner, rounds and budget, but an "LLM" that never
+                    # writes code (each of its programs is stored as invalid).
+                    silent = Path(os.environ["OPTIFORGE_HOME"]) / "silent.jsonl"
+                    silent.write_text(json.dumps({"text": "(no program)"}) + "\n")
+                    llm, rl = f"replay:{silent}", "none"
+                cid = create_campaign(store, task=args.task, budget=args.budget, llm=llm,
+                                      seed=seed, rl=rl, config={"agent_options": options})
                 rep = run_campaign(store, cid)
                 ops: dict[str, int] = {}
                 for c in store.candidates(cid):
@@ -309,7 +326,8 @@ def main() -> None:
     c.add_argument("--llm", default="smollm2")
     c.add_argument("--seeds", type=int, nargs="+", default=[0])
     c.add_argument("--budget", type=int, default=16)
-    c.add_argument("--arms", nargs="+", default=["evolution", "evolution+tune", "tune-seeds"])
+    c.add_argument("--arms", nargs="+", choices=list(ARM_OPTIONS),
+                   default=["evolution", "evolution+tune+graft", "graft-no-llm", "tune-seeds"])
     c.add_argument("--rl", default="none")
     c.add_argument("--max-new-tokens", type=int, default=320)
     c.add_argument("--tune-budget", type=int, default=24)

@@ -4,9 +4,11 @@ A small model rarely writes a *new* structure (docs/benchmarks/discovery.md: its
 are copies of their parents, or monotone rescalings such as ``score * 2`` that pick the same
 bins). The tune operator can set constants, but only of a structure that exists. ``graft``
 supplies structure without an LLM: it takes a pool program whose entry point returns one score
-per option (and returns it once), and adds one term ``shape(feature)`` to that value::
+per option (and returns it once), and adds one term ``shape(feature)`` to that value, or
+to the scores an ``argmin`` / ``argmax`` in it picks from::
 
     return <expr>      ->      return (<expr>) + (-10.0) * (((bins - item) > 0.0) & ((bins - item) < 10.0))
+    return nodes[np.argmin(<d>)]      ->      return nodes[np.argmin((<d>) + 0.2 * (<feature>))]
 
 A *feature* is an expression in the entry point's parameters that the task declares with its
 typical magnitude (:class:`GraftableTask`); a *shape* is one of a few generic forms (linear,
@@ -45,7 +47,10 @@ SHAPES = ("linear", "square", "below", "band", "decay")
 
 @runtime_checkable
 class GraftableTask(Protocol):
-    """A task whose entry point returns one score per option, with features to graft from.
+    """A task whose entry point scores its options, with features to graft from.
+
+    It returns one score per option (maximised), or picks an option with one argmin / argmax
+    over scores (the term goes into those scores).
 
     ``features`` maps numpy expressions in the entry point's parameters (e.g.
     ``"bins - item"``) to their typical magnitude; ``score_scale`` is the typical spread of a
@@ -84,10 +89,12 @@ class Term:
         return {"feature": self.feature, "shape": self.shape, "sign": self.sign}
 
     def describe(self) -> str:
-        verb = "rewards" if self.sign > 0 else "penalises"
+        # Neutral wording: whether a positive weight rewards an option depends on the site
+        # (a returned score is maximised, an argmin's argument minimised).
         what = {"linear": "{f}", "square": "the square of {f}", "below": "{f} below a threshold",
-                "band": "{f} between 0 and a threshold", "decay": "small {f} (exponential decay)"}
-        return f"{verb} {what[self.shape].format(f=f'`{self.feature}`')}"
+                "band": "{f} between 0 and a threshold", "decay": "exp(-{f} / a scale)"}
+        sign = "positive" if self.sign > 0 else "negative"
+        return f"adds a {sign} weight times {what[self.shape].format(f=f'`{self.feature}`')}"
 
 
 def _literal(value: float) -> str:
@@ -98,6 +105,40 @@ def _literal(value: float) -> str:
 def all_terms(task: GraftableTask) -> list[Term]:
     """Every term the task's features allow (features x shapes x signs), in a fixed order."""
     return [Term(f, shape, sign) for f, shape, sign in itertools.product(task.features, SHAPES, (-1.0, 1.0))]
+
+
+def _parse(code: str) -> ast.Module | None:
+    try:
+        return ast.parse(code)
+    except (SyntaxError, ValueError):
+        return None
+
+
+_CHOOSERS = frozenset({"argmin", "argmax"})
+
+
+def _site(tree: ast.Module, entry_point: str) -> ast.expr | None:
+    """Where a term goes: the entry point's returned value, or the scores it picks from.
+
+    A returned ``np.argmin(E)`` / ``np.argmax(E)`` / ``E.argmin()`` (inside any wrapping, e.g.
+    ``int(nodes[np.argmin(E)])``) puts the term into ``E``, the scores the choice is made on.
+    """
+    ret = _entry_return(tree, entry_point)
+    if ret is None:
+        return None
+    calls = [n for n in ast.walk(ret.value) if isinstance(n, ast.Call)
+             and isinstance(n.func, ast.Attribute | ast.Name)
+             and (n.func.attr if isinstance(n.func, ast.Attribute) else n.func.id) in _CHOOSERS]
+    if not calls:
+        return ret.value
+    if len(calls) > 1:
+        return None  # which choice the term belongs to is not clear
+    call = calls[0]
+    if call.args:
+        return call.args[0]
+    if isinstance(call.func, ast.Attribute) and not call.keywords:
+        return call.func.value  # E.argmin()
+    return None
 
 
 def _entry_return(tree: ast.Module, entry_point: str) -> ast.Return | None:
@@ -123,17 +164,11 @@ def _entry_return(tree: ast.Module, entry_point: str) -> ast.Return | None:
     return found[0]
 
 
-def _parse(code: str) -> ast.Module | None:
-    try:
-        return ast.parse(code)
-    except (SyntaxError, ValueError):
-        return None
-
-
 def graftable(code: str, entry_point: str) -> bool:
-    """Whether ``code`` parses and its entry point has exactly one ``return <value>``."""
+    """Whether ``code`` parses and its entry point has one ``return <value>`` with a clear site
+    (at most one argmin / argmax in it)."""
     tree = _parse(code)
-    return tree is not None and _entry_return(tree, entry_point) is not None
+    return tree is not None and _site(tree, entry_point) is not None
 
 
 def graft(code: str, task: GraftableTask, term: Term) -> str | None:
@@ -151,18 +186,18 @@ def graft(code: str, task: GraftableTask, term: Term) -> str | None:
     Returns
     -------
     str or None
-        The child's source (only the returned expression changes: ``return (<value>) +
-        <term>``), or ``None`` when the program is not :func:`graftable`.
+        The child's source (only the returned expression changes: ``return ((<value>) +
+        <term>)``, or ``argmin(((<scores>) + <term>))``), or ``None`` when the program is not
+        :func:`graftable`.
     """
     if term.feature not in task.features:
         raise ValueError(f"term: feature {term.feature!r} is not one of the task's features")
     if term.shape not in SHAPES:
         raise ValueError(f"term: unknown shape {term.shape!r}; known: {', '.join(SHAPES)}")
     tree = _parse(code)
-    node = None if tree is None else _entry_return(tree, task.entry_point)
-    if node is None or node.value is None:
+    v = None if tree is None else _site(tree, task.entry_point)
+    if v is None:
         return None
-    v = node.value
     lines = code.encode("utf-8").splitlines(keepends=True)
     l0, c0 = v.lineno, v.col_offset
     l1, c1 = v.end_lineno or l0, v.end_col_offset or c0
@@ -172,22 +207,22 @@ def graft(code: str, task: GraftableTask, term: Term) -> str | None:
     else:
         value = lines[l0 - 1][c0:] + b"".join(lines[l0: l1 - 1]) + lines[l1 - 1][:c1]
     added = term.code(float(task.features[term.feature]), float(task.score_scale)).encode("utf-8")
-    lines[l0 - 1: l1] = [head + b"(" + value + b") + " + added + tail]
+    # Parenthesised whole: the site may be the receiver of a method call (`E.argmin()`).
+    lines[l0 - 1: l1] = [head + b"((" + value + b") + " + added + b")" + tail]
     return b"".join(lines).decode("utf-8")
 
 
 def term_first(child: str, entry_point: str, constants: list[Constant]) -> list[Constant]:
     """``constants`` of a grafted ``child`` with the grafted term's own constants first.
 
-    The term is the right operand of the entry point's returned sum (what :func:`graft`
-    wrote); the tune operator searches its constants before the parent's, so a parent with
+    The term is the right operand of the sum :func:`graft` wrote at the site; the tune operator searches its constants before the parent's, so a parent with
     many constants cannot crowd them out.
     """
     tree = _parse(child)
-    node = None if tree is None else _entry_return(tree, entry_point)
-    if node is None or not isinstance(node.value, ast.BinOp):
+    site = None if tree is None else _site(tree, entry_point)
+    if not isinstance(site, ast.BinOp):
         return list(constants)
-    t = node.value.right
+    t = site.right
     lo, hi = (t.lineno, t.col_offset), (t.end_lineno or t.lineno, t.end_col_offset or t.col_offset)
     inside = [c for c in constants if lo <= c.start and c.end <= hi]
     return inside + [c for c in constants if c not in inside]

@@ -95,6 +95,16 @@ class TSPTask(NamedDatasetSplits):
     split_table = SPLIT_DATASETS
     all_datasets = staticmethod(dataset_names)
     baseline = "nearest_neighbor"
+    # The graft operator's building blocks (optiforge.agents.evolution.graft), added to the
+    # distances an argmin picks from: how far each candidate is, how far it is from the
+    # destination (the tour's end), and how far it is on average from the other unvisited
+    # nodes (an outlier left for later costs a long detour).
+    features = {
+        "distance_matrix[current_node, unvisited_nodes]": 0.2,
+        "distance_matrix[unvisited_nodes, destination_node]": 0.5,
+        "distance_matrix[np.ix_(unvisited_nodes, unvisited_nodes)].mean(axis=1)": 0.5,
+    }
+    score_scale = 0.1  # nearest and second-nearest candidates differ by about this much
 
     def __init__(self) -> None:
         # Instances and reference tours are built lazily and cached per process: construction is cheap.

@@ -129,6 +129,7 @@ def _program_summary(store: Store, campaign_id: str, history: bool = False) -> d
     out = {
         "rounds": store.rounds_done(campaign_id),
         "generated": len(generated),
+        "llm_written": sum(x.operator not in NOT_LLM_WRITTEN for x in generated),  # what the budget counts
         "evaluations": len(cands),
         "valid_rate": (sum(bool(x.valid) for x in generated) / len(generated)) if generated else None,
         "operators": by_op,

@@ -122,10 +122,14 @@ def tasks_show(name: str = typer.Argument(..., help="Task name (see `optiforge t
     from optiforge.heuristics import get_task, task_names
 
     if name in task_names():
+        from optiforge.agents.evolution.graft import GraftableTask
+
         t = get_task(name)
         info = {"name": name, "kind": "heuristic", "description": " ".join(t.description.split()),
                 "entry_point": t.entry_point, "baseline": t.baseline, "seeds": sorted(t.seeds),
-                "template": t.template}
+                "template": t.template,
+                # what the graft operator builds terms from (None: the task does not graft)
+                "graft_features": dict(t.features) if isinstance(t, GraftableTask) else None}
     else:
         try:
             b = get_blackbox_task(name)
@@ -140,7 +144,12 @@ def tasks_show(name: str = typer.Argument(..., help="Task name (see `optiforge t
     console.print(info["description"] or "(no description)")
     if info["kind"] == "heuristic":
         console.print(f"\nimplements: {info['entry_point']}    baseline: {info['baseline']}    "
-                      f"seeds: {', '.join(info['seeds'])}\n")
+                      f"seeds: {', '.join(info['seeds'])}")
+        features = info["graft_features"]
+        console.print("graft features (expression: typical magnitude): " + (
+            ", ".join(f"{k}: {v:g}" for k, v in features.items()) if features else "none (no graft rounds)"),
+            markup=False, highlight=False)
+        console.print()
         console.print(Syntax(info["template"], "python"))
     else:
         console.print(f"\ndimension: {info['dimension']}    known minimum: {info['optimum']}")
@@ -315,7 +324,8 @@ def show(campaign_id: str = typer.Argument(...), as_json: bool = typer.Option(Fa
         for k, b in enumerate(s["best"]):
             console.print(f"#{k + 1} value {_fmt(b['value'], 6)} at {json.dumps(b['params'], sort_keys=True)}")
         return
-    console.print(f"rounds {s['rounds']}  generated {s['generated']}/{s['budget']}  "
+    console.print(f"rounds {s['rounds']}  LLM-written {s['llm_written']}/{s['budget']}  "
+                  f"generated {s['generated']}  "
                   f"valid rate {_fmt(s['valid_rate'], 2)}  RL steps {s['rl_steps']}")
     ops = Table("operator", "generated", "valid")
     for op, d in sorted(s["operators"].items()):

@@ -186,3 +186,19 @@ def test_real_task_prompts_fit_default_budget(name, operator):
     prompt = build_prompt(operator, task, parents, library, agent.config.max_prompt_chars)
     assert len(prompt) <= agent.config.max_prompt_chars
     assert task.entry_point in prompt
+
+
+@pytest.mark.parametrize("name", ["binpacking", "tsp"])
+def test_every_term_of_a_task_with_features_runs_on_its_seeds(name):
+    # The features are the task author's code: a typo in one would make every graft invalid.
+    from optiforge.agents.evolution.graft import GraftableTask, all_terms, graft, graftable
+
+    task = get_task(name)
+    assert isinstance(task, GraftableTask)
+    seeds = [code for code in task.seeds.values() if graftable(code, task.entry_point)]
+    assert seeds, "a seed the graft operator can start from"
+    for code in seeds:
+        for term in all_terms(task):
+            child = graft(code, task, term)
+            ev = evaluate_in_process(task, child)  # trusted: the task's seed and its own features
+            assert ev.valid, (term, ev.error)

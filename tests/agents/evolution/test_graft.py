@@ -129,3 +129,33 @@ def test_every_parent_term_pair_is_tried_once_then_grafting_stops():
         total += len(requests)
         agent.observe(agent.graft_proposal(requests, [None] * len(requests)), [])
     assert total == len(all_terms(task))  # the only parent, every term once
+
+
+@dataclass
+class _Chooser:
+    """A task whose entry point picks a node with an argmin over distances (TSP-like)."""
+
+    entry_point: str = "select_next_node"
+    features: dict[str, float] = field(default_factory=lambda: {"d[nodes, 0]": 0.5})
+    score_scale: float = 0.1
+
+
+def test_a_choice_by_argmin_gets_the_term_inside_the_scores_it_picks_from():
+    task = _Chooser()
+    nearest = "def select_next_node(c, nodes, d):\n    return int(nodes[np.argmin(d[c, nodes])])\n"
+    child = graft(nearest, task, Term("d[nodes, 0]", "linear", 1.0))
+    assert child == ("def select_next_node(c, nodes, d):\n"
+                     "    return int(nodes[np.argmin(((d[c, nodes]) + 0.2 * (d[nodes, 0])))])\n")
+    d = np.array([[0.0, 0.3, 0.4], [0.3, 0.0, 0.9], [0.4, 0.9, 0.0]])
+    ns: dict = {"np": np}
+    exec(compile(child, "<test>", "exec"), ns)  # trusted test code
+    # nearest neighbour picks node 1 (0.3 < 0.4); far from node 0 costs 0.2 * 0.3 vs 0.2 * 0.4: still 1,
+    # and a weight that makes distance-to-0 dominate flips it
+    assert ns["select_next_node"](0, np.array([1, 2]), d) == 1
+    flipped = child.replace("0.2 *", "-2.0 *")
+    exec(compile(flipped, "<test>", "exec"), ns)
+    assert ns["select_next_node"](0, np.array([1, 2]), d) == 2
+    method = "def select_next_node(c, nodes, d):\n    return nodes[d[c, nodes].argmin()]\n"
+    assert "((d[c, nodes]) + 0.2 * (d[nodes, 0])).argmin()" in graft(method, task, Term("d[nodes, 0]", "linear", 1.0))
+    two = "def select_next_node(c, nodes, d):\n    return nodes[np.argmin(d[c])] + np.argmax(d[c])\n"
+    assert not graftable(two, "select_next_node")

@@ -34,3 +34,10 @@ def test_better_on_train_but_not_on_test_is_said_plainly():
     assert r.verdict().startswith("no discovery") and "5.200" in r.verdict()
     missing = _report("injection", None, 4.961)
     assert not missing.discovered and missing.verdict().startswith("no verdict")
+
+
+def test_a_discovery_no_llm_wrote_says_so():
+    grafted, written = _report("graft", 4.5, 4.961).verdict(), _report("injection", 4.5, 4.961).verdict()
+    assert grafted.startswith("discovery") and "not written by the LLM" in grafted
+    assert "HOLLM" in _report("tune", 4.5, 4.961).verdict()
+    assert "not written by the LLM" not in written and "HOLLM" not in written

@@ -97,7 +97,7 @@ def test_kill_9_and_resume_loses_nothing(home, tmp_path, wait_for):
     proc.wait()
     before = {(c.id, c.hash, c.score, c.valid) for c in store.candidates(cid)}
     rounds_before = store.rounds_done(cid)
-    generated_before = sum(c.operator != "seed" for c in store.candidates(cid))
+    generated_before = sum(c.operator not in ("seed", "tune", "graft") for c in store.candidates(cid))
     assert generated_before < budget, "the campaign finished before it could be killed"
     # It died without a chance to say so; the store sees its process is gone.
     assert store.get_campaign(cid).status == "interrupted"
@@ -106,14 +106,14 @@ def test_kill_9_and_resume_loses_nothing(home, tmp_path, wait_for):
     assert r.returncode == 0, r.stdout + r.stderr
     after = {(c.id, c.hash, c.score, c.valid) for c in store.candidates(cid)}
     assert before <= after  # every evaluation stored before the kill survived, unchanged
-    generated = [c for c in store.candidates(cid) if c.operator != "seed"]
+    generated = [c for c in store.candidates(cid) if c.operator not in ("seed", "tune", "graft")]
     assert budget <= len(generated) < budget + 4  # continued to the budget, not restarted
     assert store.rounds_done(cid) > rounds_before
     assert store.get_campaign(cid).status == "finished"
     assert cid in r.stdout
 
     shown = json.loads(_cli("campaign", "show", cid, "--json").stdout)
-    assert shown["generated"] == len(generated) and shown["best"][0]["test_score"] is not None
+    assert shown["llm_written"] == len(generated) and shown["best"][0]["test_score"] is not None
     out = tmp_path / "export"
     r = _cli("campaign", "export", cid, "--out", str(out))
     assert r.returncode == 0, r.stderr
@@ -187,7 +187,7 @@ def test_ctrl_c_marks_the_campaign_interrupted_and_says_how_to_resume(home, tmp_
     assert f"interrupted; resume with: optiforge campaign resume {cid}" in text
     assert "Traceback" not in text
     shown = _summary(cid)
-    assert shown["status"] == "interrupted" and shown["generated"] < budget
+    assert shown["status"] == "interrupted" and shown["llm_written"] < budget
     r = _cli("campaign", "resume", cid)
     assert r.returncode == 0, r.stdout + r.stderr
     assert _summary(cid)["status"] == "finished"
@@ -218,6 +218,10 @@ def test_tasks_show_prints_the_full_description(home):
     text = " ".join(r.stdout.split())
     assert " ".join(get_task("binpacking").description.split()) in text
     assert "best_fit" in text and "def priority" in text
+    assert "graft features" in text and "bins - item: 10" in text
+    tsp = json.loads(_cli("tasks", "show", "tsp", "--json").stdout)
+    assert tsp["graft_features"] == dict(get_task("tsp").features)
+    assert json.loads(_cli("tasks", "show", "matching", "--json").stdout)["graft_features"] is None
     shown = json.loads(_cli("tasks", "show", "ackley-5", "--json").stdout)
     assert shown["kind"] == "blackbox" and shown["dimension"] == 5
     bad = _cli("tasks", "show", "nope")
@@ -252,7 +256,7 @@ def test_make_run_command_line(home):
     assert r.returncode == 0, r.stdout[-3000:] + r.stderr[-3000:]
     cid = _only_campaign(Store())
     shown = _summary(cid)
-    assert shown["status"] == "finished" and shown["generated"] == 4
+    assert shown["status"] == "finished" and shown["llm_written"] == 4
     assert shown["llm"] == DEFAULT_LLM and shown["config"]["rl"] == "grpo"
     assert shown["best"] and shown["best"][0]["test_score"] is not None
     text = " ".join(r.stdout.split())  # rich wraps the report at the terminal's width

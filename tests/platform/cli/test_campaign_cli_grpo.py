@@ -43,7 +43,9 @@ def test_grpo_campaign_killed_in_and_after_rl_steps_resumes_consistently(home, t
     store = Store()
     proc = _start(["campaign", "run", "--task", "binpacking", "--llm", "smollm2", "--rl", "grpo",
                    "--budget", str(BUDGET), "--samples", str(SAMPLES), "--max-new-tokens", "16",
-                   "--rl-every", "1", "--workers", "1", "--seed", "0"], tmp_path / "run.log")
+                   "--rl-every", "1", "--workers", "1", "--seed", "0",
+                   # no graft rounds: every round after the seeds is an LLM round with its RL step
+                   "--options", '{"graft_terms": 0}'], tmp_path / "run.log")
     cid = wait_for(lambda: (c := store.list_campaigns()) and c[0].id, "the campaign", timeout=600)
 
     # 1. Kill during the first RL step: its round (seeds + one LLM round) is committed, its
