@@ -82,7 +82,7 @@ def campaign_page(store: Store, owner: str, campaign_id: str, *, offset: int, or
 
 def _used(summary: dict[str, Any]) -> int:
     """Budget spent, from a summary: LLM-written programs, or finished trials."""
-    return summary["evaluations"] if "study_id" in summary else summary["generated"]
+    return summary["evaluations"] if "study_id" in summary else summary["llm_written"]
 
 
 def _rl_by_version(summary: dict[str, Any]) -> list[dict[str, Any]]:

@@ -9,6 +9,7 @@ import pytest
 from optiforge.heuristics import get_task
 from optiforge.heuristics.inprocess import evaluate_in_process
 from optiforge.platform.campaigns import campaign_summary, create_campaign, run_campaign
+from optiforge.platform.campaigns.summary import NOT_LLM_WRITTEN
 from optiforge.platform.store import Store
 from optiforge.platform.study import load_study
 
@@ -22,7 +23,7 @@ def test_campaign_runs_to_budget_and_stores_everything(home, replay_file):
     assert store.get_campaign(cid).status == "finished"
     assert seen[-1][0] >= 8 and all(t == 8 for _, t, _ in seen)
     cands = store.candidates(cid)
-    generated = [c for c in cands if c.operator not in ("seed", "tune")]  # what the LLM wrote
+    generated = [c for c in cands if c.operator not in NOT_LLM_WRITTEN]  # what the LLM wrote
     assert len(generated) == 8
     # the refusal and the syntax error are stored as invalid, with their reason
     invalid = [c for c in generated if not c.valid]

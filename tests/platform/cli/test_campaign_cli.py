@@ -14,6 +14,7 @@ import pytest
 from optiforge.blackbox import get_blackbox_task
 from optiforge.platform.campaigns import campaign_summary
 from optiforge.platform.campaigns.runner import DEFAULT_LLM
+from optiforge.platform.campaigns.summary import NOT_LLM_WRITTEN
 from optiforge.platform.store import Store
 
 CLI = [sys.executable, "-m", "optiforge.platform.cli"]
@@ -74,6 +75,11 @@ def _only_campaign(store: Store) -> str | None:
     return campaigns[0].id if campaigns else None
 
 
+# The replayed programs score as best fit does, so the pool never keeps one to tune and every
+# tune round would be a graft round (~100 sandboxed runs); these tests are about the store.
+NO_GRAFT = ("--options", '{"graft_terms": 0}')
+
+
 def _unique_replay(tmp_path: Path, n: int) -> Path:
     # Every response a distinct program, so every round really runs the sandbox and the
     # campaign is still going when it is stopped (duplicates would make rounds near-instant).
@@ -89,7 +95,7 @@ def test_kill_9_and_resume_loses_nothing(home, tmp_path, wait_for):
     budget = 120
     replay = _unique_replay(tmp_path, budget)
     proc = _start(["campaign", "run", "--task", "binpacking", "--budget", str(budget),
-                   "--llm", f"replay:{replay}", "--workers", "1"], tmp_path / "run.log")
+                   "--llm", f"replay:{replay}", "--workers", "1", *NO_GRAFT], tmp_path / "run.log")
     store = Store()
     cid = wait_for(lambda: (c := _only_campaign(store)) and store.rounds_done(c) >= 3 and c,
                    "3 committed rounds")
@@ -97,7 +103,7 @@ def test_kill_9_and_resume_loses_nothing(home, tmp_path, wait_for):
     proc.wait()
     before = {(c.id, c.hash, c.score, c.valid) for c in store.candidates(cid)}
     rounds_before = store.rounds_done(cid)
-    generated_before = sum(c.operator not in ("seed", "tune", "graft") for c in store.candidates(cid))
+    generated_before = sum(c.operator not in NOT_LLM_WRITTEN for c in store.candidates(cid))
     assert generated_before < budget, "the campaign finished before it could be killed"
     # It died without a chance to say so; the store sees its process is gone.
     assert store.get_campaign(cid).status == "interrupted"
@@ -106,7 +112,7 @@ def test_kill_9_and_resume_loses_nothing(home, tmp_path, wait_for):
     assert r.returncode == 0, r.stdout + r.stderr
     after = {(c.id, c.hash, c.score, c.valid) for c in store.candidates(cid)}
     assert before <= after  # every evaluation stored before the kill survived, unchanged
-    generated = [c for c in store.candidates(cid) if c.operator not in ("seed", "tune", "graft")]
+    generated = [c for c in store.candidates(cid) if c.operator not in NOT_LLM_WRITTEN]
     assert budget <= len(generated) < budget + 4  # continued to the budget, not restarted
     assert store.rounds_done(cid) > rounds_before
     assert store.get_campaign(cid).status == "finished"
@@ -177,7 +183,7 @@ def test_ctrl_c_marks_the_campaign_interrupted_and_says_how_to_resume(home, tmp_
     replay = _unique_replay(tmp_path, budget)
     log = tmp_path / "run.log"
     proc = _start(["campaign", "run", "--task", "binpacking", "--budget", str(budget),
-                   "--llm", f"replay:{replay}", "--workers", "1"], log)
+                   "--llm", f"replay:{replay}", "--workers", "1", *NO_GRAFT], log)
     store = Store()
     cid = wait_for(lambda: (c := _only_campaign(store)) and store.rounds_done(c) >= 2 and c,
                    "2 committed rounds")
