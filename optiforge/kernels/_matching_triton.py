@@ -16,7 +16,8 @@ from .matching import EMPTY, HASH_P
 BLOCK = 1024
 
 
-@triton.jit
+# Triton compiles an int argument equal to 1 as a constant (no `.to`): seed = 1 failed on an H200.
+@triton.jit(do_not_specialize=["seed"])
 def _scan_kernel(DHAT, ROWS, IDS, LEVELS, OFFSET, FREE, BLOCKED, OUT, n, seed,
                  EMPTY_V: tl.constexpr, P: tl.constexpr, HAS_BLOCKED: tl.constexpr,
                  BLOCK: tl.constexpr):

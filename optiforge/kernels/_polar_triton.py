@@ -54,9 +54,11 @@ def _sym_product_kernel(
             mask=(cols[None, :] < M) & (kk[:, None] < K), other=0.0,
         )
         if DOT_F32:
-            lt = lt.to(tl.float32)
-            rt = rt.to(tl.float32)
-        acc += tl.dot(lt, rt)
+            # "ieee": on a GPU, tl.dot rounds fp32 tiles to TF32 by default (a 10-bit mantissa,
+            # ~1e-2 relative error seen on an H200), which the exact fallback does not do.
+            acc += tl.dot(lt.to(tl.float32), rt.to(tl.float32), input_precision="ieee")
+        else:
+            acc += tl.dot(lt, rt)
     acc = acc * alpha
     if HAS_C:
         # C is allocated like OUT, so it shares OUT's strides.
@@ -103,9 +105,9 @@ def _axpbx_kernel(
             mask=(kk[:, None] < M) & (cols[None, :] < N), other=0.0,
         )
         if DOT_F32:
-            bt = bt.to(tl.float32)
-            xt = xt.to(tl.float32)
-        acc += tl.dot(bt, xt)
+            acc += tl.dot(bt.to(tl.float32), xt.to(tl.float32), input_precision="ieee")
+        else:
+            acc += tl.dot(bt, xt)
     mask = (rows[:, None] < M) & (cols[None, :] < N)
     xs = tl.load(X + bat * stride_xb + rows[:, None] * stride_xm + cols[None, :] * stride_xn, mask=mask, other=0.0)
     acc += a * xs.to(tl.float32)

@@ -49,8 +49,9 @@ def test_triton_equals_torch(problem: str, n: int) -> None:
         demand = torch.as_tensor(ins.demand)
         travel = demand[:, None, :].expand(-1, n, -1)  # a stride-0 view: the kernel reads strides
         start, end = torch.zeros_like(demand), torch.as_tensor(ins.draft)
-    args = (travel, start, end, torch.as_tensor(current), torch.as_tensor(resource),
-            torch.as_tensor(unvisited), torch.as_tensor(pending))
+    device = "cuda" if torch.cuda.is_available() else "cpu"  # compiled Triton needs CUDA tensors
+    args = tuple(torch.as_tensor(a).to(device) for a in (
+        travel, start, end, current, resource, unvisited, pending))
     got = lookahead2_mask(*args, backend="triton")
     want = lookahead2_mask(*args, backend="torch")
     torch.testing.assert_close(got, want)
