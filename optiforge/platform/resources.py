@@ -21,6 +21,14 @@ Two levers, both applied once, before the model is loaded:
   update of the bundled model then peaked at 3.0 GB where its live tensors needed 1.6 GB
   (docs/benchmarks/memory.md). A fixed threshold (``mallopt(M_MMAP_THRESHOLD, ...)``, which
   also turns the dynamic adjustment off) sends every tensor above it to ``mmap``.
+
+  That low threshold is for the GRPO update only (:func:`returning_freed_tensors`). In
+  generation the NF4 backend dequantises each weight into a fresh buffer of a few MB for every
+  matmul; with a 256 KiB threshold each of them is an ``mmap`` whose pages fault in again on
+  every token: 2.4x slower decoding, half the CPU time in the kernel (5.1 against 12.4 tokens/s,
+  31 s against 0.5 s of system time for the same 512 tokens; docs/benchmarks/memory.md). The rest
+  of the process therefore runs with a fixed 32 MiB threshold (the dynamic one's ceiling), which
+  keeps those buffers on the heap.
 """
 
 from __future__ import annotations
@@ -29,13 +37,17 @@ import ctypes
 import ctypes.util
 import os
 import sys
+from collections.abc import Iterator
+from contextlib import contextmanager
 
 THREADS_ENV = "OPTIFORGE_THREADS"
 _M_ARENA_MAX = -8  # glibc's mallopt parameter numbers
 _M_MMAP_THRESHOLD = -3
-# Tensors above this size are mmapped: a 576-wide fp32 activation row block of 128 tokens is
-# 288 KiB, so every activation of the bundled model's forward pass is returned on free.
+# In an update, tensors above this size are mmapped: a 576-wide fp32 activation row block of 128
+# tokens is 288 KiB, so every activation of the bundled model's forward pass is returned on free.
 DEFAULT_MMAP_THRESHOLD = 256 * 1024
+# Everywhere else: glibc's dynamic threshold's ceiling, fixed (dequantised weights stay on the heap).
+GENERATION_MMAP_THRESHOLD = 32 * 1024 * 1024
 
 
 def default_threads() -> int:
@@ -74,7 +86,7 @@ def apply_budget(
     threads: int | None = None,
     *,
     malloc_arenas: int = 2,
-    mmap_threshold: int = DEFAULT_MMAP_THRESHOLD,
+    mmap_threshold: int = GENERATION_MMAP_THRESHOLD,
 ) -> int:
     """Apply the thread and allocator budget to this process; returns the thread count.
 
@@ -91,7 +103,8 @@ def apply_budget(
         glibc arena cap (0 leaves glibc's default).
     mmap_threshold : int
         Bytes from which glibc serves an allocation with ``mmap`` (fixed, so it no longer
-        rises after frees); 0 leaves glibc's dynamic default. Only later allocations are
+        rises after frees); 0 leaves glibc's dynamic default. Default 32 MiB; an update lowers
+        it for its own duration (:func:`returning_freed_tensors`). Only later allocations are
         affected, so call this before the model loads.
 
     Raises
@@ -129,3 +142,27 @@ def release_free_memory() -> None:
     lib = _libc()
     if lib is not None:
         lib.malloc_trim(0)
+
+
+def set_mmap_threshold(nbytes: int) -> None:
+    """Fix glibc's mmap threshold at ``nbytes`` (no-op where glibc is absent)."""
+    lib = _libc()
+    if lib is not None:
+        lib.mallopt(_M_MMAP_THRESHOLD, int(nbytes))
+
+
+@contextmanager
+def returning_freed_tensors(threshold: int = DEFAULT_MMAP_THRESHOLD,
+                            after: int = GENERATION_MMAP_THRESHOLD) -> Iterator[None]:
+    """A phase whose freed tensors go back to the OS at once (a GRPO update's activations).
+
+    The heap's free pages are returned first, the threshold is lowered to ``threshold`` for the
+    block, then set to ``after`` and the pages freed in the block are returned too.
+    """
+    release_free_memory()
+    set_mmap_threshold(threshold)
+    try:
+        yield
+    finally:
+        set_mmap_threshold(after)
+        release_free_memory()

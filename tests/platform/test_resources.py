@@ -86,3 +86,38 @@ def test_fixed_mmap_threshold_returns_freed_tensors_to_the_os():
     assert retained_mb(resources.DEFAULT_MMAP_THRESHOLD) < 20
     with pytest.raises(ValueError, match="^mmap_threshold:"):
         resources.apply_budget(1, mmap_threshold=-1)
+
+
+_PHASES = """
+from pathlib import Path
+from optiforge.platform import resources as r
+r.apply_budget(1)  # as a campaign starts: the generation threshold
+import torch
+
+def rss_mb():
+    status = Path("/proc/self/status").read_text().splitlines()
+    return next(int(line.split()[1]) // 1024 for line in status if line.startswith("VmRSS:"))
+
+def churn():  # 200 MiB of 1 MiB tensors freed between small live ones
+    base, blocks, pins = rss_mb(), [], []
+    for _ in range(200):
+        blocks.append(torch.ones(2**18))
+        pins.append(torch.ones(1024))
+    del blocks
+    return rss_mb() - base, pins
+
+with r.returning_freed_tensors():
+    update, keep = churn()
+generation, keep2 = churn()
+print(update, generation)
+"""
+
+
+@pytest.mark.skipif(not sys.platform.startswith("linux"), reason="glibc's allocator")
+def test_an_update_returns_its_tensors_and_generation_keeps_buffers_on_the_heap():
+    out = subprocess.run([sys.executable, "-c", _PHASES], capture_output=True, text=True, check=True)
+    update, generation = (int(v) for v in out.stdout.split()[-2:])
+    assert update < 20  # inside the update phase: freed tensors left the RSS
+    # outside it, 1 MiB buffers are heap blocks (reused without page faults; decoding is 2.4x
+    # faster so), and the freed ones between live tensors stay resident
+    assert generation > 150

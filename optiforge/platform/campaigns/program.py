@@ -33,7 +33,7 @@ from optiforge.heuristics import HeuristicTask
 from optiforge.platform.campaigns.report import CampaignReport
 from optiforge.platform.campaigns.summary import campaign_progress
 from optiforge.platform.campaigns.tune import TuneResult, tune_constants
-from optiforge.platform.resources import release_free_memory
+from optiforge.platform.resources import returning_freed_tensors
 from optiforge.platform.store import Campaign, CandidateIn, LLMCallIn, Store
 from optiforge.types import Evaluation
 
@@ -216,8 +216,8 @@ class ProgramCampaign:
         learner = self.learner
         if learner is None or not self._pending_groups:
             return
-        stats = learner.step(self._pending_groups)
-        release_free_memory()  # the update's activations and logits: give the pages back
+        with returning_freed_tensors():  # the update's activations and logits go back to the OS
+            stats = learner.step(self._pending_groups)
         cid = self.campaign.id
         directory = self.store.artifact_dir(cid) / f"adapter-{learner.step_count:04d}"
         if directory.exists():
