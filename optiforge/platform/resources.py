@@ -132,8 +132,8 @@ def apply_budget(
     lib = _libc()
     if lib is not None and malloc_arenas > 0:
         lib.mallopt(_M_ARENA_MAX, malloc_arenas)
-    if lib is not None and mmap_threshold > 0:
-        lib.mallopt(_M_MMAP_THRESHOLD, mmap_threshold)
+    if mmap_threshold > 0:
+        set_mmap_threshold(mmap_threshold)
     return threads
 
 

@@ -351,7 +351,7 @@ class EvolutionAgent:
         was neither tuned nor written by a tune is chosen. The code is parsed, never run.
         """
         cfg = self.config
-        if not self.seeded or cfg.tune_every == 0 or self.round % cfg.tune_every != 0:
+        if not self._tune_round_due():
             return None
         for entry in self.population.ranked():
             if entry.hash not in self._tuned and find_constants(entry.code, 1):
@@ -369,8 +369,8 @@ class EvolutionAgent:
         ``graft_terms = 0``, or off the tune schedule.
         """
         cfg = self.config
-        if (not self.seeded or cfg.tune_every == 0 or self.round % cfg.tune_every != 0
-                or cfg.graft_terms == 0 or not isinstance(self.task, GraftableTask) or not len(self.population)):
+        if (not self._tune_round_due() or cfg.graft_terms == 0
+                or not isinstance(self.task, GraftableTask) or not len(self.population)):
             return []
         parents = [e for e in self.population.ranked() if graftable(e.code, self.task.entry_point)]
         fresh = {e.hash: [t for t in all_terms(self.task) if _graft_key(e.hash, t) not in self._grafted]
@@ -584,6 +584,11 @@ class EvolutionAgent:
         self._grafted = set(state.get("grafted", []))  # likewise, before grafting
 
     # -- internals ---------------------------------------------------------------------
+    def _tune_round_due(self) -> bool:
+        """Whether this round is on the tune schedule (every ``tune_every`` rounds after the seeds)."""
+        every = self.config.tune_every
+        return self.seeded and every != 0 and self.round % every == 0
+
     def _observe_seeds(self, proposal: Proposal, evaluations: list[Evaluation]) -> None:
         names = list(self.task.seeds)
         for i, (prog, ev) in enumerate(zip(proposal.programs, evaluations, strict=True)):

@@ -22,7 +22,7 @@ from __future__ import annotations
 
 import ast
 import math
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
@@ -159,11 +159,9 @@ def find_constants(code: str, max_constants: int | None = None) -> list[Constant
     finder.visit(tree)
     out = []
     for node, value in finder.found[:max_constants]:
-        out.append(Constant(
-            name=f"c{len(out)}", value=float(value), is_int=isinstance(value, int),
-            start=(node.lineno, node.col_offset),
-            end=(node.end_lineno or node.lineno, node.end_col_offset or node.col_offset),
-        ))
+        start, end = node_span(node)
+        out.append(Constant(name=f"c{len(out)}", value=float(value), is_int=isinstance(value, int),
+                            start=start, end=end))
     return out
 
 
@@ -226,10 +224,36 @@ def substitute(code: str, constants: list[Constant], values: Mapping[str, float]
     for c in sorted(constants, key=lambda c: c.start, reverse=True):
         if c.name not in values:
             continue
-        (l0, c0), (l1, c1) = c.start, c.end
-        new = _literal_text(float(values[c.name]), c.is_int).encode("utf-8")
-        head, tail = lines[l0 - 1][:c0], lines[l1 - 1][c1:]
-        if new.startswith(b"-") and not (head.rstrip().endswith(b"(") and tail.lstrip().startswith(b")")):
-            new = b"(" + new + b")"  # `a - (-0.3)` reads better than `a - -0.3`
-        lines[l0 - 1: l1] = [head + new + tail]
+        replace_span(lines, c.start, c.end, _literal_writer(_literal_text(float(values[c.name]), c.is_int)))
     return b"".join(lines).decode("utf-8")
+
+
+def _literal_writer(text: str) -> Callable[[bytes, bytes, bytes], bytes]:
+    new = text.encode("utf-8")
+
+    def write(head: bytes, _old: bytes, tail: bytes) -> bytes:
+        if new.startswith(b"-") and not (head.rstrip().endswith(b"(") and tail.lstrip().startswith(b")")):
+            return b"(" + new + b")"  # `a - (-0.3)` reads better than `a - -0.3`
+        return new
+
+    return write
+
+
+def node_span(node: ast.AST) -> tuple[tuple[int, int], tuple[int, int]]:
+    """A node's ``(start, end)`` source positions, as :class:`Constant` stores them."""
+    return ((node.lineno, node.col_offset),
+            (node.end_lineno or node.lineno, node.end_col_offset or node.col_offset))
+
+
+def replace_span(lines: list[bytes], start: tuple[int, int], end: tuple[int, int],
+                 new: Callable[[bytes, bytes, bytes], bytes]) -> None:
+    """Replace, in place, the source between two :mod:`ast` positions by ``new(head, old, tail)``.
+
+    ``lines`` are the program's UTF-8 lines with their endings; ``start``/``end`` are
+    ``(line, column)`` pairs (1-based lines, 0-based byte columns), possibly on different lines.
+    ``head``/``tail`` are the text before and after the span on its first and last line.
+    """
+    (l0, c0), (l1, c1) = start, end
+    head, tail = lines[l0 - 1][:c0], lines[l1 - 1][c1:]
+    old = lines[l0 - 1][c0:c1] if l0 == l1 else lines[l0 - 1][c0:] + b"".join(lines[l0: l1 - 1]) + lines[l1 - 1][:c1]
+    lines[l0 - 1: l1] = [head + new(head, old, tail) + tail]

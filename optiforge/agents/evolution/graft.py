@@ -36,7 +36,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any, Protocol, runtime_checkable
 
-from optiforge.agents.evolution.constants import Constant
+from optiforge.agents.evolution.constants import Constant, node_span, replace_span
 
 SHAPES = ("linear", "square", "below", "band", "decay")
 """The term forms, for a feature ``f`` of typical magnitude ``s`` and the task's score scale ``S``:
@@ -199,16 +199,9 @@ def graft(code: str, task: GraftableTask, term: Term) -> str | None:
     if v is None:
         return None
     lines = code.encode("utf-8").splitlines(keepends=True)
-    l0, c0 = v.lineno, v.col_offset
-    l1, c1 = v.end_lineno or l0, v.end_col_offset or c0
-    head, tail = lines[l0 - 1][:c0], lines[l1 - 1][c1:]
-    if l0 == l1:
-        value = lines[l0 - 1][c0:c1]
-    else:
-        value = lines[l0 - 1][c0:] + b"".join(lines[l0: l1 - 1]) + lines[l1 - 1][:c1]
     added = term.code(float(task.features[term.feature]), float(task.score_scale)).encode("utf-8")
     # Parenthesised whole: the site may be the receiver of a method call (`E.argmin()`).
-    lines[l0 - 1: l1] = [head + b"((" + value + b") + " + added + b")" + tail]
+    replace_span(lines, *node_span(v), lambda _head, value, _tail: b"((" + value + b") + " + added + b")")
     return b"".join(lines).decode("utf-8")
 
 
@@ -222,7 +215,6 @@ def term_first(child: str, entry_point: str, constants: list[Constant]) -> list[
     site = None if tree is None else _site(tree, entry_point)
     if not isinstance(site, ast.BinOp):
         return list(constants)
-    t = site.right
-    lo, hi = (t.lineno, t.col_offset), (t.end_lineno or t.lineno, t.end_col_offset or t.col_offset)
+    lo, hi = node_span(site.right)
     inside = [c for c in constants if lo <= c.start and c.end <= hi]
     return inside + [c for c in constants if c not in inside]

@@ -8,6 +8,7 @@ from contextlib import contextmanager
 from dataclasses import dataclass, field
 from typing import Any
 
+from optiforge.agents.evolution import GRAFT_OPERATOR, TUNE_OPERATOR
 from optiforge.platform.store import Store
 
 ProgressCallback = Callable[[int, int, float | None], None]
@@ -33,8 +34,8 @@ def campaign_status(store: Store, campaign_id: str) -> Iterator[None]:
 
 
 _NOT_LLM = {
-    "tune": ": a pool heuristic's constants set by a HOLLM study",
-    "graft": ": a term built from the task's features, its constants set by a HOLLM study; "
+    TUNE_OPERATOR: ": a pool heuristic's constants set by a HOLLM study",
+    GRAFT_OPERATOR: ": a term built from the task's features, its constants set by a HOLLM study; "
              "not written by the LLM",
 }
 """How a verdict names the operators whose children no LLM wrote (the user should know)."""

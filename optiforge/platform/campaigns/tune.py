@@ -26,6 +26,8 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from optiforge.agents.evolution import (
+    GRAFT_OPERATOR,
+    TUNE_OPERATOR,
     TuneRequest,
     find_constants,
     signed_values,
@@ -125,7 +127,7 @@ def tune_constants(store: Store, evaluator: ProgramEvaluator, task: Any, request
         if not _finite(first):
             return TuneResult(study_id=None, evaluations=1, term=term)  # the term does not run here
         start_score = float(first.score)
-    kind = "tune" if request.term is None else "graft"
+    kind = TUNE_OPERATOR if request.term is None else GRAFT_OPERATOR
     study = create_study(tune_space(constants), agent="hollm",
                          agent_options={**TUNE_AGENT_OPTIONS, "budget": request.budget,
                                         "b": request.batch},
