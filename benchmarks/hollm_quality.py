@@ -33,7 +33,10 @@ from optiforge.agents.hollm import HOLLMAgent  # noqa: E402
 from optiforge.blackbox import get_blackbox_task  # noqa: E402
 
 FUNCTIONS = ["ackley-20", "levy-10", "rastrigin-10", "rosenbrock-8", "hartmann-6"]
-LLM_ARMS = {"hollm-llm": "gp", "hollm-llm-llm": "llm"}
+LLM_ARMS = {"hollm-llm": "gp", "hollm-llm-free": "gp", "hollm-llm-llm": "llm"}
+ARM_OPTIONS = {"hollm-llm-free": {"constrained": False}}
+"""hollm-llm decodes under the region constraint (the proposer's default with an in-process
+engine); hollm-llm-free lets the model write free text, as the paper's API models do."""
 """HOLLM with the LLM proposer, by predictor."""
 COUNTERS = (
     "llm_prompts",
@@ -56,6 +59,7 @@ class RecordingLLM:
 
     def __init__(self, llm) -> None:
         self.llm = llm
+        self.supports_constraints = getattr(llm, "supports_constraints", False)
         self.log: list[dict] = []
 
     def generate(self, prompts, n=1, **kwargs):
@@ -190,7 +194,8 @@ def main() -> None:
                 t0 = time.perf_counter()
                 if method in LLM_ARMS:
                     stats: dict = {"llm": args.llm}
-                    vals = run_hollm(task, seed, "llm", llm, LLM_ARMS[method], llm_options, stats)
+                    vals = run_hollm(task, seed, "llm", llm, LLM_ARMS[method],
+                                     {**ARM_OPTIONS.get(method, {}), **llm_options}, stats)
                     results.setdefault("llm_stats", {}).setdefault(method, {}).setdefault(
                         fname, {}
                     )[str(seed)] = stats

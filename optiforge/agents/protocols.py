@@ -7,6 +7,8 @@ Every plug-in family of the agent layer is declared here:
 * :class:`LLM` — batched text generation (every backend);
 * :class:`TrainableLLM` — an LLM whose weights live in this process and can be fine-tuned
   (what a policy-gradient learner needs);
+* :class:`TextConstraint` / :class:`ConstrainedLLM` — a language an answer must belong to,
+  and an LLM that decodes under one (constrained decoding);
 * :class:`PolicyLearner` — the RL learner a campaign steps, saves and restores;
 * :class:`ProgramEvaluator` — sandboxed evaluation of generated programs;
 * :class:`BlackboxAgent` — an ask/tell optimizer over a :class:`~optiforge.blackbox.Space`.
@@ -41,6 +43,55 @@ class LLM(Protocol):
         top_p: float = 1.0,
         seed: int | None = None,
         system: str | None = None,
+    ) -> list[list[Completion]]: ...
+
+
+@runtime_checkable
+class TextConstraint(Protocol):
+    """A language, read left to right, that an answer must belong to (constrained decoding).
+
+    A backend that decodes under a constraint keeps one state per sequence, starting from
+    :meth:`start`. It offers the model only the tokens whose text :meth:`advance` accepts, and it
+    may end the answer only where :meth:`accepts` holds. When no token can follow and the
+    state accepts, the answer is complete. States must be hashable, because a backend caches
+    the allowed tokens per state. A language must not reach a state that neither accepts nor
+    continues.
+    """
+
+    alphabet: str
+    """Every character an accepted answer can contain (backends pre-filter the vocabulary)."""
+
+    def start(self) -> Any:
+        """The state before the first character."""
+        ...
+
+    def advance(self, state: Any, text: str) -> Any | None:
+        """The state after reading ``text`` from ``state``, or ``None`` if ``text`` leaves the language."""
+        ...
+
+    def accepts(self, state: Any) -> bool:
+        """Whether the text read so far is a complete answer."""
+        ...
+
+
+@runtime_checkable
+class ConstrainedLLM(LLM, Protocol):
+    """An :class:`LLM` whose ``generate`` also takes ``constraints``: one
+    :class:`TextConstraint` (or ``None``) per prompt, which every sample of that prompt obeys."""
+
+    supports_constraints: bool
+
+    def generate(
+        self,
+        prompts: Sequence[str],
+        n: int = 1,
+        *,
+        max_new_tokens: int = 256,
+        temperature: float = 0.8,
+        top_p: float = 1.0,
+        seed: int | None = None,
+        system: str | None = None,
+        constraints: Sequence[TextConstraint | None] | None = None,
     ) -> list[list[Completion]]: ...
 
 

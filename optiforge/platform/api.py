@@ -192,7 +192,7 @@ def _schemas(limits: ServiceLimits, llm_names: list[str]) -> dict[str, type[Base
         agent_options: dict[str, Any] | None = Field(
             None, description=f"HOLLM options: proposer, predictor, llm (an offered name: {llms}), "
                               f"n_initial, m, k, b, alpha_max, alpha_min, budget, m0, lam, "
-                              f"context_points, retries, temperature, gaussian_scale, seed. Bounds: {bounds}. "
+                              f"context_points, retries, temperature, constrained, gaussian_scale, seed. Bounds: {bounds}. "
                               f"zo-riemannian options: budget, eta, mu, schedule, sampler, directions, "
                               f"barrier, seed.")
         name: Name | None = None

@@ -96,6 +96,9 @@ class HOLLMConfig:
         Base leaf size (``None`` = ``0.5 d``); ``lam`` its growth rate (0).
     context_points, retries, temperature :
         LLM prompt size, retry rounds, sampling temperature.
+    constrained : bool or None
+        Decode the ``llm`` proposer's answers under the region constraint (``None``: when the
+        LLM supports it; :class:`~optiforge.agents.hollm.proposers.LLMProposer`).
     gaussian_scale : float
         Step size of the ``gaussian`` proposer, as a fraction of the region's side lengths.
     """
@@ -115,6 +118,7 @@ class HOLLMConfig:
     context_points: int = 40
     retries: int = 2
     temperature: float = 0.8
+    constrained: bool | None = None
     gaussian_scale: float = 0.1
 
     def __post_init__(self) -> None:
@@ -164,6 +168,8 @@ class HOLLMConfig:
             raise ValueError(
                 f"agent_options.gaussian_scale: must be > 0, got {self.gaussian_scale}"
             )
+        if self.constrained is not None and not isinstance(self.constrained, bool):
+            raise TypeError(f"agent_options.constrained: expected true, false or null, got {self.constrained!r}")
         if self.alpha_min > self.alpha_max:
             raise ValueError(
                 f"agent_options.alpha_min ({self.alpha_min}) must be <= alpha_max ({self.alpha_max})"
@@ -230,7 +236,8 @@ class HOLLMAgent:
         llm_opts = {"context_points": self.config.context_points, "retries": self.config.retries}
         prop_opts: dict[str, Any] = {}
         if proposer == "llm":
-            prop_opts = dict(llm_opts, temperature=self.config.temperature)
+            prop_opts = dict(llm_opts, temperature=self.config.temperature,
+                             constrained=self.config.constrained)
         elif proposer == "gaussian":
             prop_opts = {"scale": self.config.gaussian_scale}
         self.proposer = make_proposer(proposer, llm, **prop_opts)

@@ -52,8 +52,12 @@ def candidate_prompt(
     hi: np.ndarray,
     k: int,
     decimals: int = 4,
+    with_values: bool = True,
 ) -> str:
     """The proposer prompt: evaluated points + one region's box -> ``k`` new points, one per line.
+
+    With ``with_values=False`` the answer asked for is the coordinates alone (the format of
+    :class:`~optiforge.agents.hollm.answer_format.RegionPoints`, for constrained decoding).
 
     Deviation from the paper's template (JSON objects keyed by parameter name, in and out): a
     135M model answered that format with prose or code (0 of 2 answers parsed, measured in
@@ -69,14 +73,19 @@ def candidate_prompt(
         for n, a, b in zip(names, lo, hi, strict=True)
     )
     header = ",".join(names) + ",value"
+    if with_values:
+        answer = (f"Write each point on its own line, in the same format ({header}), where value is "
+                  f"your predicted value. Answer with the {k} lines only.")
+    else:
+        answer = (f"Write each point on its own line as its {d} coordinates ({','.join(names)}), "
+                  f"without a value. Answer with the {k} lines only.")
     return (
         f"Minimise a black-box function of {d} parameters (each in [0, 1]); lower values are better.\n\n"
         f"Evaluated points, one per line ({header}):\n{points_lines(X, y, decimals)}\n\n"
         "Allowed ranges for the new points:\n"
         f"{ranges}\n\n"
         f"Suggest {k} new points inside the allowed ranges that you expect to have low values. "
-        f"Write each point on its own line, in the same format ({header}), where value is your "
-        f"predicted value. Answer with the {k} lines only."
+        f"{answer}"
     )
 
 

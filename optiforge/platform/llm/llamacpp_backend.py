@@ -15,9 +15,11 @@ from typing import Any
 
 import numpy as np
 
+from optiforge.agents.protocols import TextConstraint
 from optiforge.extras import require
 from optiforge.platform.llm._common import chat_messages, check_generate_args
 from optiforge.platform.llm.bundled import BUNDLED_MODELS, BUNDLED_NAME, bundled_gguf_path
+from optiforge.platform.llm.constrained import ConstraintDecoder, check_constraints, decoders_for
 from optiforge.platform.llm.gguf_lora import lora_deltas, peft_dir_deltas, write_gguf_lora
 from optiforge.types import Completion
 
@@ -74,6 +76,8 @@ class LlamaCppLLM:
     two policies differ by the NF4 rounding (see docs/benchmarks/llm.md for the measured
     log-probability gap).
     """
+
+    supports_constraints = True  # generate(..., constraints=...): a ConstrainedLLM
 
     def __init__(
         self,
@@ -289,16 +293,22 @@ class LlamaCppLLM:
         top_p: float = 1.0,
         seed: int | None = None,
         system: str | None = None,
+        constraints: Sequence[TextConstraint | None] | None = None,
     ) -> list[list[Completion]]:
-        """Sample ``n`` completions per prompt (see :class:`~optiforge.agents.protocols.LLM`).
+        """Sample ``n`` completions per prompt (see :class:`~optiforge.agents.protocols.ConstrainedLLM`).
 
         ``temperature == 0`` decodes greedily; otherwise temperature / nucleus sampling (no
-        top-k), as the transformers backend. With ``seed`` a call is reproducible.
+        top-k), as the transformers backend. With ``seed`` a call is reproducible. With
+        ``constraints`` (one per prompt, or ``None``), every sample of a prompt is decoded
+        under its constraint: only tokens the language allows are sampled from.
         """
         prompts = check_generate_args(prompts, n, max_new_tokens, temperature, top_p, seed, system)
+        per_prompt = check_constraints(constraints, len(prompts))
         if not prompts:
             return []
         self.sync_adapter()
+        decoders = (decoders_for(per_prompt, self._token_texts(), self._lc.llama_vocab_eos(self._vocab))
+                    if any(c is not None for c in per_prompt) else per_prompt)
         rng = np.random.default_rng(seed)
         encoded = [self.tokenize(self.format_prompt(p, system)) for p in prompts]
         for i, ids in enumerate(encoded):
@@ -310,8 +320,25 @@ class LlamaCppLLM:
         with self._lock:
             for start in range(0, len(items), self.max_batch_size):
                 chunk = items[start : start + self.max_batch_size]
-                flat.extend(self._generate_chunk(chunk, max_new_tokens, float(temperature), float(top_p), rng))
+                flat.extend(self._generate_chunk(chunk, [decoders[i] for i, _ in chunk], max_new_tokens,
+                                                 float(temperature), float(top_p), rng))
         return [flat[i * n : (i + 1) * n] for i in range(len(prompts))]
+
+
+    def _token_texts(self) -> list[str]:
+        """Every token's text by id ("" for special and non-UTF-8 pieces), built once."""
+        if getattr(self, "_texts", None) is None:
+            buf = ctypes.create_string_buffer(256)
+            texts = []
+            for tok in range(self._n_vocab):
+                # llama_token_to_piece returns the piece's length (negative: buffer too small).
+                size = self._lc.llama_token_to_piece(self._vocab, tok, buf, len(buf), 0, False)
+                try:
+                    texts.append(buf.raw[:size].decode("utf-8") if size > 0 else "")
+                except UnicodeDecodeError:
+                    texts.append("")
+            self._texts = texts
+        return self._texts
 
     def _set_batch(self, tokens: Sequence[tuple[int, int, int, bool]]) -> None:
         """Fill the batch with (token, position, sequence, wants logits) rows."""
@@ -333,32 +360,57 @@ class LlamaCppLLM:
         ptr = self._lc.llama_get_logits_ith(self._ctx.ctx, row)
         return np.ctypeslib.as_array(ptr, shape=(self._n_vocab,)).astype(np.float64)
 
-    def _generate_chunk(self, chunk: list[tuple[int, list[int]]], max_new_tokens: int,
-                        temperature: float, top_p: float, rng: np.random.Generator) -> list[Completion]:
+    def _generate_chunk(self, chunk: list[tuple[int, list[int]]], decoders: list[ConstraintDecoder | None],
+                        max_new_tokens: int, temperature: float, top_p: float,
+                        rng: np.random.Generator) -> list[Completion]:
         lc = self._lc
         mem = lc.llama_get_memory(self._ctx.ctx)
         lc.llama_memory_clear(mem, True)
         # Evaluate each distinct prompt once (in its first sample's sequence), then copy its
-        # cache to the other samples of the same prompt.
-        first_seq: dict[int, int] = {}
-        first_logits: dict[int, np.ndarray] = {}
+        # cache to the other samples of the same prompt. Distinct prompts that open alike
+        # (HOLLM's region prompts share every evaluated point; only the box differs) also share
+        # the cells of their common prefix, which is evaluated once.
+        firsts: dict[int, tuple[int, list[int]]] = {}
         for seq, (pi, ids) in enumerate(chunk):
-            if pi in first_seq:
-                lc.llama_memory_seq_cp(mem, first_seq[pi], seq, -1, -1)
-                continue
-            first_seq[pi] = seq
-            self._set_batch([(t, pos, seq, pos == len(ids) - 1) for pos, t in enumerate(ids)])
+            firsts.setdefault(pi, (seq, ids))
+        heads = [ids for _, ids in firsts.values()]
+        shared = min(_common_prefix_len(heads), min(len(h) for h in heads) - 1) if len(heads) > 1 else 0
+        if shared < SHARED_PREFIX_MIN:
+            shared = 0
+        else:
+            seq0 = next(iter(firsts.values()))[0]
+            self._set_batch([(t, pos, seq0, False) for pos, t in enumerate(heads[0][:shared])])
             self._decode()
-            first_logits[pi] = self._logits(len(ids) - 1)
+            for seq, _ in list(firsts.values())[1:]:
+                lc.llama_memory_seq_cp(mem, seq0, seq, 0, shared)
+        first_logits: dict[int, np.ndarray] = {}
+        for pi, (seq, ids) in firsts.items():
+            self._set_batch([(ids[pos], pos, seq, pos == len(ids) - 1) for pos in range(shared, len(ids))])
+            self._decode()
+            first_logits[pi] = self._logits(len(ids) - 1 - shared)
+        for seq, (pi, _) in enumerate(chunk):
+            if firsts[pi][0] != seq:
+                lc.llama_memory_seq_cp(mem, firsts[pi][0], seq, -1, -1)
         outputs: list[list[int]] = [[] for _ in chunk]
         done = [False] * len(chunk)
+        complete = [False] * len(chunk)  # ended by its constraint, without an end token
+        states = [None if dec is None else dec.start() for dec in decoders]
         logits = [first_logits[pi] for pi, _ in chunk]
         for step in range(max_new_tokens):
             live = []
             for seq, row in enumerate(logits):
                 if done[seq]:
                     continue
-                tok = _sample(row, temperature, top_p, rng)
+                dec = decoders[seq]
+                if dec is None:
+                    tok = _sample(row, temperature, top_p, rng)
+                elif dec.finished(states[seq]):
+                    done[seq] = complete[seq] = True
+                    continue
+                else:
+                    allowed, after = dec.options(states[seq])
+                    tok = int(allowed[_sample(row[allowed], temperature, top_p, rng)])
+                    states[seq] = after.get(tok)
                 outputs[seq].append(tok)
                 if lc.llama_vocab_is_eog(self._vocab, tok) or step == max_new_tokens - 1:
                     done[seq] = True
@@ -372,12 +424,12 @@ class LlamaCppLLM:
             for k, (_, _, seq, _) in enumerate(live):
                 logits[seq] = self._logits(k)
         results = []
-        for (_, ids), row in zip(chunk, outputs, strict=True):
+        for (_, ids), row, whole in zip(chunk, outputs, complete, strict=True):
             stopped = bool(row) and lc.llama_vocab_is_eog(self._vocab, row[-1])
             body = row[:-1] if stopped else row
             text = self._model.detokenize(body, special=False).decode("utf-8", errors="replace")
             results.append(Completion(text=text, prompt_tokens=len(ids), completion_tokens=len(row),
-                                      finish_reason="stop" if stopped else "length"))
+                                      finish_reason="stop" if stopped or whole else "length"))
         return results
 
     def token_logprobs(self, prompt_text: str, continuation: list[int]) -> np.ndarray:
@@ -422,6 +474,20 @@ class LlamaCppLLM:
 
     def __repr__(self) -> str:
         return f"LlamaCppLLM(model={self.name!r}, threads={self.n_threads}, adapter={self.adapter!r})"
+
+
+SHARED_PREFIX_MIN = 32
+"""Fewest common prompt tokens worth one extra decode call to share their cache cells."""
+
+
+def _common_prefix_len(seqs: list[list[int]]) -> int:
+    """Length of the longest token prefix common to all ``seqs``."""
+    first = seqs[0]
+    n = min(len(s) for s in seqs)
+    for i in range(n):
+        if any(s[i] != first[i] for s in seqs[1:]):
+            return i
+    return n
 
 
 def _sample(logits: np.ndarray, temperature: float, top_p: float, rng: np.random.Generator) -> int:

@@ -9,8 +9,10 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
+from optiforge.agents.protocols import TextConstraint
 from optiforge.platform.llm._common import chat_messages, check_generate_args
 from optiforge.platform.llm.bundled import BUNDLED_NAME, bundled_checkpoint_dir
+from optiforge.platform.llm.constrained import ConstraintDecoder, check_constraints, decoders_for
 from optiforge.types import Completion
 
 QUANTIZATIONS = ("int4", "int8", "none")
@@ -57,6 +59,8 @@ class TransformersLLM:
     Dettmers et al., "QLoRA: Efficient Finetuning of Quantized LLMs", NeurIPS 2023 (NF4).
     Hu et al., "LoRA: Low-Rank Adaptation of Large Language Models", ICLR 2022.
     """
+
+    supports_constraints = True  # generate(..., constraints=...): a ConstrainedLLM
 
     def __init__(
         self,
@@ -229,28 +233,45 @@ class TransformersLLM:
         top_p: float = 1.0,
         seed: int | None = None,
         system: str | None = None,
+        constraints: Sequence[TextConstraint | None] | None = None,
     ) -> list[list[Completion]]:
-        """Sample ``n`` completions for each prompt (see :class:`~optiforge.agents.protocols.LLM`).
+        """Sample ``n`` completions for each prompt (see :class:`~optiforge.agents.protocols.ConstrainedLLM`).
 
         ``temperature == 0`` decodes greedily; otherwise plain temperature / nucleus sampling
         (no top-k). With ``seed`` the samples are reproducible for the same call (same prompts,
-        ``n`` and ``max_batch_size``); the process-wide torch RNG is left untouched.
+        ``n`` and ``max_batch_size``); the process-wide torch RNG is left untouched. With
+        ``constraints`` (one per prompt, or ``None``), every sample of a prompt is decoded under
+        its constraint: the nucleus is taken over the tokens the language allows.
         """
         prompts = check_generate_args(prompts, n, max_new_tokens, temperature, top_p, seed, system)
+        per_prompt = check_constraints(constraints, len(prompts))
         if not prompts:
             return []
         import torch
 
         texts = [self.format_prompt(p, system) for p in prompts for _ in range(n)]
+        decoders = (decoders_for(per_prompt, self._token_texts(), self._eos_ids[0])
+                    if any(c is not None for c in per_prompt) else per_prompt)
+        per_text = [decoders[i] for i in range(len(prompts)) for _ in range(n)]
         flat: list[Completion] = []
         with self._lock, torch.no_grad(), _seeded(seed, self.device), _eval_mode(self.model):
             for start in range(0, len(texts), self.max_batch_size):
-                flat.extend(self._generate_chunk(texts[start : start + self.max_batch_size],
+                stop = start + self.max_batch_size
+                flat.extend(self._generate_chunk(texts[start:stop], per_text[start:stop],
                                                  max_new_tokens, temperature, top_p))
         return [flat[i * n : (i + 1) * n] for i in range(len(prompts))]
 
-    def _generate_chunk(self, texts: list[str], max_new_tokens: int, temperature: float,
-                        top_p: float) -> list[Completion]:
+
+    def _token_texts(self) -> list[str]:
+        """Every token's text by id ("" for special tokens), built once."""
+        if getattr(self, "_texts", None) is None:
+            special = set(self.tokenizer.all_special_ids)
+            self._texts = ["" if i in special else self.tokenizer.decode([i])
+                           for i in range(len(self.tokenizer))]
+        return self._texts
+
+    def _generate_chunk(self, texts: list[str], decoders: list[ConstraintDecoder | None],
+                        max_new_tokens: int, temperature: float, top_p: float) -> list[Completion]:
         enc = self.tokenizer(
             texts, return_tensors="pt", padding=True,
             add_special_tokens=not self._template_has_special_tokens,
@@ -260,10 +281,20 @@ class TransformersLLM:
             "eos_token_id": self._eos_ids,
             "pad_token_id": self.tokenizer.pad_token_id,
         }
+        constrained = any(d is not None for d in decoders)
         if temperature == 0:
             kwargs.update(do_sample=False, temperature=None, top_p=None, top_k=None)
+        elif constrained:
+            # The processor masks, then applies temperature and the nucleus itself: transformers'
+            # own top-p runs before custom processors and could leave no allowed token.
+            kwargs.update(do_sample=True, temperature=1.0, top_p=1.0, top_k=0)
         else:
             kwargs.update(do_sample=True, temperature=float(temperature), top_p=float(top_p), top_k=0)
+        if constrained:
+            from transformers import LogitsProcessorList
+
+            kwargs["logits_processor"] = LogitsProcessorList([_ConstrainedLogits(
+                decoders, enc["input_ids"].shape[1], self._eos_ids[0], temperature, top_p)])
         out = self.model.generate(**enc, **kwargs)
         new_tokens = out[:, enc["input_ids"].shape[1]:].tolist()
         prompt_lens = enc["attention_mask"].sum(dim=1).tolist()
@@ -284,6 +315,49 @@ class TransformersLLM:
     def __repr__(self) -> str:
         return (f"TransformersLLM(model={self.name!r}, quantization={self.quantization!r}, "
                 f"device={str(self.device)!r}, adapter={self.adapter!r})")
+
+
+class _ConstrainedLogits:
+    """A transformers logits processor that keeps each row inside its constraint's language.
+
+    Rows without a decoder pass through unchanged (their temperature and nucleus are then the
+    processor's, the same as transformers' own). A row whose answer is complete, or that ended,
+    may only emit the end token.
+    """
+
+    def __init__(self, decoders: list[ConstraintDecoder | None], prompt_len: int, eos_id: int,
+                 temperature: float, top_p: float) -> None:
+        self.decoders = decoders
+        self.prompt_len = prompt_len
+        self.eos_id = eos_id
+        self.temperature = temperature
+        self.top_p = top_p
+        self.states = [None if d is None else d.start() for d in decoders]
+
+    def __call__(self, input_ids: Any, scores: Any) -> Any:
+        import torch
+
+        scores = scores.clone()
+        step = input_ids.shape[1] - self.prompt_len
+        for row, dec in enumerate(self.decoders):
+            if dec is not None:
+                if step > 0 and self.states[row] is not None:
+                    self.states[row] = dec.options(self.states[row])[1].get(int(input_ids[row, -1]))
+                state = self.states[row]
+                allowed = ([self.eos_id] if state is None or dec.finished(state)
+                           else dec.options(state)[0].tolist())
+                keep = torch.full_like(scores[row], float("-inf"))
+                keep[allowed] = 0.0
+                scores[row] += keep
+            if self.temperature > 0:
+                scores[row] /= self.temperature
+                if self.top_p < 1.0:
+                    order = torch.argsort(scores[row], descending=True)
+                    cum = torch.softmax(scores[row][order], dim=-1).cumsum(dim=-1)
+                    # Keep the smallest prefix reaching top_p (the first token always).
+                    cut = order[1:][cum[:-1] >= self.top_p]
+                    scores[row][cut] = float("-inf")
+        return scores
 
 
 def unpack_cpu_4bit_weights(model: Any, *, keep_unpacked: bool = True) -> int:

@@ -100,6 +100,61 @@ def test_llm_proposer_gives_up_after_retries(scripted_llm):
     assert out == [[], []] and len(llm.calls) == 2
 
 
+class _ConstrainedScriptedLLM:
+    """An LLM that decodes under the constraints it is given: each answer walks its language,
+    taking a random allowed character at each step (what sampling under a mask does)."""
+
+    supports_constraints = True
+
+    def __init__(self) -> None:
+        self.calls: list[tuple[list[str], list]] = []
+
+    def generate(self, prompts, n=1, *, max_new_tokens=256, temperature=0.8, top_p=1.0, seed=None,
+                 system=None, constraints=None):
+        from optiforge.types import Completion
+
+        self.calls.append((list(prompts), list(constraints)))
+        rng = np.random.default_rng(seed)
+        out = []
+        for lang in constraints:
+            state, text = lang.start(), ""
+            while not lang.accepts(state):
+                options = [(ch, s) for ch in lang.alphabet if (s := lang.advance(state, ch)) is not None]
+                ch, state = options[rng.integers(len(options))]
+                text += ch
+            out.append([Completion(text, finish_reason="stop")] * n)
+        return out
+
+
+def test_llm_proposer_decodes_under_the_region_constraint():
+    llm = _ConstrainedScriptedLLM()
+    ctx = _ctx()
+    proposer = LLMProposer(llm, retries=2)
+    assert proposer.constrained  # chosen because the LLM supports it
+    out = proposer.propose(REGIONS, 3, ctx)
+    prompts, constraints = llm.calls[0]
+    assert [c.k for c in constraints] == [3, 3] and [c.d for c in constraints] == [2, 2]
+    assert np.allclose(constraints[1]._lo_units, [500, 0]) and np.allclose(constraints[1]._hi_units, [1000, 1000])
+    assert "without a value" in prompts[0] and "predicted value" not in prompts[0]
+    assert [len(g) for g in out] == [3, 3] and ctx.stats["llm_candidates"] == 6
+    for i, group in enumerate(out):
+        assert all(REGIONS[i].contains(c.u, tol=0.0)[0] and c.predicted is None for c in group)
+    # Every answer parsed and every point was in its region; a retry round (if any) only
+    # replaced duplicates (a random walk writes 1.000 for half of the b's).
+    assert "llm_outside_region" not in ctx.stats and "llm_unparsable" not in ctx.stats
+    assert ctx.stats["llm_prompts"] - 2 <= ctx.stats.get("llm_duplicates", 0)
+
+
+def test_llm_proposer_constrained_needs_a_capable_llm(scripted_llm):
+    plain = scripted_llm(lambda p, c: "")
+    assert not LLMProposer(plain).constrained
+    with pytest.raises(ValueError, match="constrained: ScriptedLLM cannot decode under a constraint"):
+        LLMProposer(plain, constrained=True)
+    with pytest.raises(TypeError, match="constrained: expected a bool"):
+        LLMProposer(plain, constrained="yes")
+    assert not LLMProposer(_ConstrainedScriptedLLM(), constrained=False).constrained
+
+
 def test_make_proposer_errors():
     with pytest.raises(ValueError, match="proposer: unknown proposer 'bayes'"):
         make_proposer("bayes")
@@ -209,3 +264,14 @@ def test_model_proposers_beat_the_sobol_proposer_over_seeds(proposer):
     base = np.array([_hollm_regret("sobol", s) for s in range(5)])
     assert np.median(new) < np.median(base)
     assert np.sum(new < base) >= 4, (new, base)
+
+
+def test_agent_option_constrained_reaches_the_proposer():
+    from optiforge.agents.hollm import HOLLMAgent
+    from optiforge.agents.hollm.agent import HOLLMConfig
+
+    space = {"x": {"type": "float", "low": 0, "high": 1}}
+    assert HOLLMAgent(space, llm=_ConstrainedScriptedLLM()).proposer.constrained
+    assert not HOLLMAgent(space, {"constrained": False}, llm=_ConstrainedScriptedLLM()).proposer.constrained
+    with pytest.raises(TypeError, match="agent_options.constrained"):
+        HOLLMConfig.from_options({"constrained": "yes"})

@@ -66,6 +66,22 @@ def test_greedy_batch_equals_greedy_alone(engine):
     assert [c.text for c in batched[0]] == [alone.text, alone.text]
 
 
+def test_prompts_with_a_long_common_opening_share_its_cells(engine):
+    """Distinct prompts that open alike (HOLLM's region prompts) have their common prefix
+    evaluated once and shared; each still decodes exactly as it would alone. Three prompts
+    of ~150 tokens fit the 512-cell context only because the opening is stored once."""
+    from optiforge.platform.llm.llamacpp_backend import SHARED_PREFIX_MIN, _common_prefix_len
+
+    opening = "Points so far: " + ", ".join(f"{i / 97:.3f}" for i in range(40)) + ". "
+    prompts = [opening + tail for tail in ("Name a colour.", "Name an animal.", "Count to three.")]
+    ids = [engine.tokenize(engine.format_prompt(p)) for p in prompts]
+    assert _common_prefix_len(ids) >= SHARED_PREFIX_MIN and 3 * (len(ids[0]) + 12) > 512
+    batched = engine.generate(prompts, max_new_tokens=12, temperature=0)
+    for prompt, row in zip(prompts, batched, strict=True):
+        assert row[0].text == engine.generate([prompt], max_new_tokens=12, temperature=0)[0][0].text
+    assert _common_prefix_len([[1, 2, 3], [1, 2], [1, 2, 4]]) == 2
+
+
 def test_prompt_format_and_tokens_match_transformers(engine):
     twin = engine._trainer()
     assert engine.format_prompt(PROMPT, "Be brief.") == twin.format_prompt(PROMPT, "Be brief.")
