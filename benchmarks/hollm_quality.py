@@ -21,6 +21,7 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import re
 import time
 from pathlib import Path
 
@@ -34,10 +35,10 @@ from optiforge.blackbox import get_blackbox_task  # noqa: E402
 
 FUNCTIONS = ["ackley-20", "levy-10", "rastrigin-10", "rosenbrock-8", "hartmann-6"]
 LLM_ARMS = {"hollm-llm": "gp", "hollm-llm-free": "gp", "hollm-llm-llm": "llm"}
+"""HOLLM with the LLM proposer, by predictor."""
 ARM_OPTIONS = {"hollm-llm-free": {"constrained": False}}
 """hollm-llm decodes under the region constraint (the proposer's default with an in-process
 engine); hollm-llm-free lets the model write free text, as the paper's API models do."""
-"""HOLLM with the LLM proposer, by predictor."""
 COUNTERS = (
     "llm_prompts",
     "llm_unparsable",
@@ -173,7 +174,15 @@ def main() -> None:
     ap.add_argument(
         "--report-only", action="store_true", help="print the tables of --out, run nothing"
     )
+    ap.add_argument(
+        "--replies-report",
+        metavar="JSONL",
+        help="read a --replies file: where the model put its points, and what it copied; run nothing",
+    )
     args = ap.parse_args()
+    if args.replies_report:
+        report_replies(Path(args.replies_report))
+        return
     try:
         llm_options = json.loads(args.llm_options)
         if not isinstance(llm_options, dict):
@@ -267,6 +276,91 @@ def report_llm(results: dict) -> None:
                 f"| {tot['llm_candidates']} / {requested} ({tot['llm_candidates'] / max(requested, 1):.1%}) "
                 f"| {tot['filled']} / {asked} ({tot['filled'] / asked:.0%}) | {ask_s:.1f} |"
             )
+
+
+_ASKED = re.compile(r"Suggest (\d+) new points")
+_RANGE = re.compile(r"^- [^:]+: \[([-0-9.e]+), ([-0-9.e]+)\]$", re.M)
+
+
+def _answer_points(text: str, d: int) -> list[list[float]]:
+    rows = []
+    for line in text.strip().splitlines():
+        try:
+            row = [float(v) for v in line.split(",")]
+        except ValueError:
+            continue
+        if len(row) in (d, d + 1):  # coordinates, or coordinates and a predicted value
+            rows.append(row[:d])
+    return rows
+
+
+def report_replies(path: Path, decimals: int = 3) -> None:
+    """Where the proposer's answers put their points, against uniform points in the same boxes.
+
+    From each logged prompt: the region box (its "Allowed ranges") and the evaluated points;
+    from each answer: its lines of ``d`` coordinates. Per (method, function): the points'
+    relative position ``t = (x - lo) / (hi - lo)`` in the box (mean, and the share on an edge),
+    the share of coordinates that repeat a value of the same column among the evaluated points
+    ("copied"), whole evaluated points repeated, and points repeated within one answer. The
+    "uniform" row is the same statistics for uniform points in the same boxes, rounded to
+    ``decimals``: what an answer with no preference would show.
+    """
+    rng = np.random.default_rng(0)
+    by_arm: dict[tuple[str, str], dict[str, list]] = {}
+    for line in path.read_text(encoding="utf-8").splitlines():
+        row = json.loads(line)
+        prompt = row["prompt"]
+        bounds = np.array([[float(a), float(b)] for a, b in _RANGE.findall(prompt)])
+        if bounds.size == 0:
+            continue  # a surrogate prompt (hollm-llm-llm): no box
+        lo, hi = bounds[:, 0], bounds[:, 1]
+        d = lo.size
+        body = prompt.split("):\n", 1)[1].split("\n\n", 1)[0]
+        seen = np.array([[float(v) for v in ln.split(",")[:d]] for ln in body.splitlines()])
+        columns = [set(np.round(seen[:, j], decimals)) for j in range(d)]
+        whole = {tuple(np.round(r, decimals)) for r in seen}
+        for name, answers in (
+            ("model", row["answers"]),
+            ("uniform", [None] * len(row["answers"])),
+        ):
+            acc = by_arm.setdefault(
+                (row["method"], row["function"], name),
+                {"t": [], "edge": [], "copied": [], "whole": [], "repeat": [], "points": []},
+            )
+            for text in answers:
+                if text is None:
+                    k = int(_ASKED.search(prompt).group(1))
+                    pts = np.round(lo + (hi - lo) * rng.random((k, d)), decimals)
+                else:
+                    pts = np.array(_answer_points(text, d)).reshape(-1, d)
+                acc["points"].append(len(pts))
+                if not len(pts):
+                    continue
+                width = np.where(hi > lo, hi - lo, 1.0)
+                t = (pts - lo) / width
+                acc["t"].extend(t.ravel())
+                step = 10.0**-decimals
+                acc["edge"].extend(((pts - lo < step / 2) | (hi - pts < step / 2)).ravel())
+                acc["copied"].extend(
+                    [round(v, decimals) in columns[j] for p in pts for j, v in enumerate(p)]
+                )
+                keys = [tuple(np.round(p, decimals)) for p in pts]
+                acc["whole"].extend(k in whole for k in keys)
+                acc["repeat"].append(len(keys) - len(set(keys)))
+    print(
+        "\n| arm | function | source | answers | points | mean t in box | on an edge "
+        "| coordinates copied from the column | evaluated points repeated | repeats within an answer |"
+    )
+    print("|---" * 10 + "|")
+    for (method, fname, name), acc in by_arm.items():
+        if not acc["t"]:
+            print(f"| {method} | {fname} | {name} | {len(acc['points'])} | 0 |" + " - |" * 5)
+            continue
+        print(
+            f"| {method} | {fname} | {name} | {len(acc['points'])} | {sum(acc['points'])} "
+            f"| {np.mean(acc['t']):.2f} | {np.mean(acc['edge']):.1%} | {np.mean(acc['copied']):.1%} "
+            f"| {sum(acc['whole'])} | {sum(acc['repeat'])} |"
+        )
 
 
 def plot(results: dict, path: Path) -> None:
