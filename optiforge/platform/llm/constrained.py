@@ -83,6 +83,20 @@ class ConstraintDecoder:
             self._options[state] = hit
         return hit
 
+    def forced(self, state: Any) -> tuple[int, Any] | None:
+        """The one token the language allows after ``state`` and the state it leads to, or
+        ``None`` where there is a choice (or the answer may end there).
+
+        Such a token has probability 1 under the masked distribution whatever the logits, so a
+        backend may append it without a forward pass of its own ("jump-forward" decoding, as in
+        SGLang's compressed finite-state machines); the answers' distribution is unchanged.
+        """
+        ids, nxt = self.options(state)
+        if len(ids) != 1 or int(ids[0]) == self.eog_id:
+            return None
+        tok = int(ids[0])
+        return tok, nxt[tok]
+
     def finished(self, state: Any) -> bool:
         """Whether an answer in ``state`` cannot go on (it accepts with nothing to follow, or is
         stuck); the backend then ends it without sampling."""

@@ -300,7 +300,9 @@ class LlamaCppLLM:
         ``temperature == 0`` decodes greedily; otherwise temperature / nucleus sampling (no
         top-k), as the transformers backend. With ``seed`` a call is reproducible. With
         ``constraints`` (one per prompt, or ``None``), every sample of a prompt is decoded
-        under its constraint: only tokens the language allows are sampled from.
+        under its constraint: only tokens the language allows are sampled from, and a token
+        the language forces (the only one allowed) is appended without a decoding step of its
+        own (jump-forward; the answers' distribution is unchanged).
         """
         prompts = check_generate_args(prompts, n, max_new_tokens, temperature, top_p, seed, system)
         per_prompt = check_constraints(constraints, len(prompts))
@@ -396,32 +398,44 @@ class LlamaCppLLM:
         complete = [False] * len(chunk)  # ended by its constraint, without an end token
         states = [None if dec is None else dec.start() for dec in decoders]
         logits = [first_logits[pi] for pi, _ in chunk]
-        for step in range(max_new_tokens):
-            live = []
+        for _step in range(max_new_tokens):
+            live: list[tuple[int, int, int, bool]] = []
+            rows: dict[int, int] = {}  # sequence -> its batch row that returns logits
             for seq, row in enumerate(logits):
                 if done[seq]:
                     continue
                 dec = decoders[seq]
                 if dec is None:
-                    tok = _sample(row, temperature, top_p, rng)
+                    new = [_sample(row, temperature, top_p, rng)]
                 elif dec.finished(states[seq]):
                     done[seq] = complete[seq] = True
                     continue
                 else:
                     allowed, after = dec.options(states[seq])
-                    tok = int(allowed[_sample(row[allowed], temperature, top_p, rng)])
-                    states[seq] = after.get(tok)
-                outputs[seq].append(tok)
-                if lc.llama_vocab_is_eog(self._vocab, tok) or step == max_new_tokens - 1:
+                    new = [int(allowed[_sample(row[allowed], temperature, top_p, rng)])]
+                    states[seq] = after.get(new[0])
+                    # Jump forward: tokens the language leaves no choice about (the "." of a
+                    # number, the "," after its last digit) join this step's batch unsampled.
+                    while states[seq] is not None and len(outputs[seq]) + len(new) < max_new_tokens:
+                        step = dec.forced(states[seq])
+                        if step is None:
+                            break
+                        new.append(step[0])
+                        states[seq] = step[1]
+                start = len(chunk[seq][1]) + len(outputs[seq])
+                outputs[seq].extend(new)
+                if lc.llama_vocab_is_eog(self._vocab, new[-1]) or len(outputs[seq]) >= max_new_tokens:
                     done[seq] = True
-                else:
-                    live.append((tok, len(chunk[seq][1]) + step, seq, True))
+                    continue
+                for j, tok in enumerate(new):
+                    live.append((tok, start + j, seq, j == len(new) - 1))
+                rows[seq] = len(live) - 1
             if not live:
                 break
             self._set_batch(live)
             self._decode()
             logits = [None] * len(chunk)  # type: ignore[list-item]
-            for k, (_, _, seq, _) in enumerate(live):
+            for seq, k in rows.items():
                 logits[seq] = self._logits(k)
         results = []
         for (_, ids), row, whole in zip(chunk, outputs, complete, strict=True):

@@ -25,6 +25,28 @@ def test_allowed_tokens_follow_the_language():
     assert dec.options(state)[0].tolist() == [EOG]  # complete: only the end token
 
 
+def test_forced_tokens_are_the_only_choice_and_never_the_end():
+    chars = ["", "0", "1", "2", "5", ".", ",", "\n"]
+    dec = ConstraintDecoder(RegionPoints(np.array([0.1, 0.0]), np.array([0.3, 0.9]), k=2, decimals=1), chars, EOG)
+    state = dec.start()
+    tok, state = dec.forced(state)  # the integer part: only "0" keeps a point in [0.1, 0.3]
+    assert chars[tok] == "0"
+    tok, state = dec.forced(state)
+    assert chars[tok] == "."
+    assert dec.forced(state) is None  # 0.1 or 0.2: the model chooses
+    state = dec.options(state)[1][chars.index("2")]
+    tok, state = dec.forced(state)
+    assert chars[tok] == ","  # a second coordinate must follow
+    for ch in "0.5":
+        state = dec.options(state)[1][chars.index(ch)]
+    tok, state = dec.forced(state)
+    assert chars[tok] == "\n"  # the second point
+    for ch in "0.2,0.5":
+        state = dec.options(state)[1][chars.index(ch)]
+    assert dec.forced(state) is None  # complete: the end token is not forced, the backend stops
+    assert dec.finished(state)
+
+
 def test_decoders_are_shared_per_constraint_and_checked():
     c = RegionPoints(np.array([0.0]), np.array([1.0]), k=1)
     decs = decoders_for([c, None, c], VOCAB, EOG)
