@@ -320,11 +320,31 @@ class LlamaCppLLM:
         items = [(i, ids) for i, ids in enumerate(encoded) for _ in range(n)]
         flat: list[Completion] = []
         with self._lock:
-            for start in range(0, len(items), self.max_batch_size):
-                chunk = items[start : start + self.max_batch_size]
+            for chunk in self._plan_chunks(items, max_new_tokens):
                 flat.extend(self._generate_chunk(chunk, [decoders[i] for i, _ in chunk], max_new_tokens,
                                                  float(temperature), float(top_p), rng))
         return [flat[i * n : (i + 1) * n] for i in range(len(prompts))]
+
+    def _plan_chunks(self, items: list[tuple[int, list[int]]],
+                     max_new_tokens: int) -> list[list[tuple[int, list[int]]]]:
+        """Split the (prompt, tokens) rows, in order, into decode batches that fit the context.
+
+        A batch holds at most ``max_batch_size`` sequences, and its cells (the shared prefix once,
+        each distinct prompt's rest, ``max_new_tokens`` per sequence) at most ``n_ctx``: without
+        this, five 5,000-token prompts that share 4,900 tokens fit, but their answers ran out of
+        cells halfway (llama_decode's code 1). Each row alone fits (``generate`` checked it).
+        """
+        chunks: list[list[tuple[int, list[int]]]] = []
+        current: list[tuple[int, list[int]]] = []
+        for item in items:
+            trial = [*current, item]
+            if current and (len(trial) > self.max_batch_size or _cells(trial, max_new_tokens) > self.n_ctx):
+                chunks.append(current)
+                trial = [item]
+            current = trial
+        if current:
+            chunks.append(current)
+        return chunks
 
 
     def _token_texts(self) -> list[str]:
@@ -376,10 +396,8 @@ class LlamaCppLLM:
         for seq, (pi, ids) in enumerate(chunk):
             firsts.setdefault(pi, (seq, ids))
         heads = [ids for _, ids in firsts.values()]
-        shared = min(_common_prefix_len(heads), min(len(h) for h in heads) - 1) if len(heads) > 1 else 0
-        if shared < SHARED_PREFIX_MIN:
-            shared = 0
-        else:
+        shared = _shared_prefix_len(heads)
+        if shared:
             seq0 = next(iter(firsts.values()))[0]
             self._set_batch([(t, pos, seq0, False) for pos, t in enumerate(heads[0][:shared])])
             self._decode()
@@ -502,6 +520,24 @@ def _common_prefix_len(seqs: list[list[int]]) -> int:
         if any(s[i] != first[i] for s in seqs[1:]):
             return i
     return n
+
+
+def _shared_prefix_len(heads: list[list[int]]) -> int:
+    """The prefix a batch's distinct prompts share in the cache: their common prefix (leaving
+    each prompt at least its last token, whose logits start its answer), or 0 when there is one
+    prompt or the common part is shorter than :data:`SHARED_PREFIX_MIN`."""
+    if len(heads) < 2:
+        return 0
+    shared = min(_common_prefix_len(heads), min(len(h) for h in heads) - 1)
+    return shared if shared >= SHARED_PREFIX_MIN else 0
+
+
+def _cells(chunk: list[tuple[int, list[int]]], max_new_tokens: int) -> int:
+    """KV cells a decode batch can fill: its shared prefix once, the rest of each distinct
+    prompt, and ``max_new_tokens`` for each sequence (samples of one prompt share its cells)."""
+    heads = list({pi: ids for pi, ids in chunk}.values())
+    shared = _shared_prefix_len(heads)
+    return shared + sum(len(h) - shared for h in heads) + len(chunk) * max_new_tokens
 
 
 def _sample(logits: np.ndarray, temperature: float, top_p: float, rng: np.random.Generator) -> int:

@@ -82,6 +82,24 @@ def test_prompts_with_a_long_common_opening_share_its_cells(engine):
     assert _common_prefix_len([[1, 2, 3], [1, 2], [1, 2, 4]]) == 2
 
 
+def test_a_batch_whose_answers_would_overflow_the_context_is_split(engine):
+    """Four prompts sharing a 300-token opening fit the 512 cells, but not with 60 new tokens
+    for each (HOLLM's Ackley-20 asks hit this at n_ctx = 8192: llama_decode failed halfway).
+    The engine splits the batch so each part fits, and answers as if each prompt ran alone."""
+    from optiforge.platform.llm.llamacpp_backend import _cells
+
+    opening = "Points so far: " + ", ".join(f"{i / 97:.3f}" for i in range(55)) + ". "
+    prompts = [opening + tail for tail in ("Name a colour.", "Name an animal.", "Count to three.", "Say hi.")]
+    items = [(i, engine.tokenize(engine.format_prompt(p))) for i, p in enumerate(prompts)]
+    assert _cells(items, 60) > engine.n_ctx  # one batch would run out of cells
+    chunks = engine._plan_chunks(items, 60)
+    assert len(chunks) > 1 and [it for c in chunks for it in c] == items
+    assert all(_cells(c, 60) <= engine.n_ctx for c in chunks)
+    batched = engine.generate(prompts, max_new_tokens=60, temperature=0)
+    for prompt, row in zip(prompts, batched, strict=True):
+        assert row[0].text == engine.generate([prompt], max_new_tokens=60, temperature=0)[0][0].text
+
+
 def test_prompt_format_and_tokens_match_transformers(engine):
     twin = engine._trainer()
     assert engine.format_prompt(PROMPT, "Be brief.") == twin.format_prompt(PROMPT, "Be brief.")
