@@ -15,6 +15,7 @@ import math
 import numbers
 from collections.abc import Mapping
 from dataclasses import fields
+from pathlib import Path
 from typing import Any, TypeVar
 
 C = TypeVar("C")
@@ -120,6 +121,22 @@ def choice(value: Any, name: str, choices: tuple[str, ...] | list[str]) -> str:
     if not isinstance(value, str) or value not in choices:
         raise ValueError(f"{name}: must be one of {', '.join(choices)}; got {shown(value)}")
     return value
+
+
+def output_file(path: Any, name: str) -> Path:
+    """A file path to write to, checked before any work: not a folder, and its folder exists
+    or can be made (it is made here), so that a long run never ends on an unwritable path."""
+    p = Path(path)
+    if p.is_dir():
+        raise ValueError(f"{name}: {shown(str(p))} is a folder; give a file path")
+    blocker = next((a for a in p.parents if a.exists()), None)
+    if blocker is not None and not blocker.is_dir():
+        raise ValueError(f"{name}: cannot write {shown(str(p))}: {shown(str(blocker))} is a file, not a folder")
+    try:
+        p.parent.mkdir(parents=True, exist_ok=True)
+    except OSError as exc:  # e.g. no permission
+        raise ValueError(f"{name}: cannot write into {shown(str(p.parent))} ({exc.strerror or exc})") from None
+    return p
 
 
 def json_dict(value: Any, name: str, *, optional: bool = False) -> dict[str, Any]:

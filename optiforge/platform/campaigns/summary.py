@@ -13,7 +13,6 @@ from pathlib import Path
 from typing import Any
 
 from optiforge.agents.evolution import GRAFT_OPERATOR, TUNE_OPERATOR
-from optiforge.agents.registry import get_agent
 from optiforge.platform.store import Campaign, CandidateOutline, Store
 
 SEED_OPERATOR = "seed"
@@ -27,8 +26,21 @@ PROGRAM_FIELDS = ("round", "operator", "hash", "split", "valid", "score", "rewar
 TRIAL_FIELDS = ("id", "state", "value", "params")
 
 
-def _is_blackbox(agent: str) -> bool:
-    return get_agent(agent).kind == "blackbox"
+ROUTING_TRAINING = "lmask-reinforce"
+"""The agent name of an ``optiforge routing train`` campaign (LMask policy, REINFORCE)."""
+SCHEDULING_TRAINING = "deft-es"
+"""The agent name of an ``optiforge scheduling train`` campaign (DEFT / GATES, OpenAI-ES)."""
+TRAINING_RUNS = {ROUTING_TRAINING: "optiforge routing train",
+                 SCHEDULING_TRAINING: "optiforge scheduling train"}
+"""Campaigns that train a policy instead of running an agent, and the command that resumes each.
+Their record is their checkpoints; they share the store, ``campaign list`` and the dashboard."""
+
+
+def _is_blackbox(config: dict[str, Any] | None) -> bool:
+    """Whether a campaign drives a study, read from its stored config (a black-box campaign
+    names its study there). Read from the record, not the agent registry, so that campaigns
+    whose agent is no registered agent (training runs, an uninstalled plug-in) still show."""
+    return isinstance(config, dict) and "study_id" in config
 
 
 def campaign_summary(store: Store, campaign_id: str, owner: str | None = None,
@@ -49,14 +61,14 @@ def campaign_summary(store: Store, campaign_id: str, owner: str | None = None,
     head = {"id": c.id, "owner": c.owner, "name": c.name, "task": c.task, "agent": c.agent,
             "llm": c.llm, "status": c.status, "budget": c.budget, "seed": c.seed,
             "executor": c.executor, "config": c.config}
-    if _is_blackbox(c.agent):
+    if _is_blackbox(c.config):
         return {**head, **_blackbox_summary(store, c.config["study_id"], history)}
     return {**head, **_program_summary(store, campaign_id, history)}
 
 
 def campaign_progress(store: Store, campaign: Campaign) -> int:
     """Budget spent so far, counted in the store: LLM-written programs or finished trials."""
-    if _is_blackbox(campaign.agent):
+    if _is_blackbox(campaign.config):
         return store.count_trials(campaign.config["study_id"], ("complete", "failed"))
     return store.count_candidates(campaign.id, exclude_operator=NOT_LLM_WRITTEN)
 
@@ -140,6 +152,7 @@ def _program_summary(store: Store, campaign_id: str, history: bool = False) -> d
                          for r, v in sorted(rewards_by_round.items())],
         "rl_steps": len(adapters),
         "adapters": adapters,
+        "checkpoints": [a.name for a in store.artifacts(campaign_id, kind="checkpoint")],  # training runs
         "test_split": test_split,
         "baseline_test": baseline,
         "collapse_rounds": collapses,
@@ -183,7 +196,7 @@ def export_records(store: Store, campaign_id: str, top: int = 5) -> ExportRecord
     import json
 
     summary = campaign_summary(store, campaign_id)
-    if _is_blackbox(summary["agent"]):
+    if _is_blackbox(summary["config"]):
         trials = store.trials(summary["study_id"])
         rows = [{"id": t.number, "state": t.state, "value": t.value, "params": t.params}
                 for t in trials]

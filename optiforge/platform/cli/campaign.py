@@ -14,7 +14,7 @@ from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, T
 from rich.syntax import Syntax
 from rich.table import Table
 
-from optiforge.platform.campaigns.summary import campaign_summary
+from optiforge.platform.campaigns.summary import TRAINING_RUNS, campaign_summary
 from optiforge.platform.cli.errors import fail, parse_json, read_text_file, user_errors
 
 campaign_app = typer.Typer(help="Launch, inspect, resume and export discovery campaigns.",
@@ -279,6 +279,9 @@ def run(
 def resume(campaign_id: str = typer.Argument(..., help="Campaign id.")) -> None:
     store = _store()
     c = store.get_campaign(campaign_id)
+    if c.agent in TRAINING_RUNS:
+        raise fail(f"campaign {campaign_id} is a training run: resume it with "
+                   f"`{TRAINING_RUNS[c.agent]} --resume {campaign_id}`")
     if c.status == "finished":
         raise fail(f"campaign {campaign_id} is already finished")
     from optiforge.platform.store.runners import check_free

@@ -30,6 +30,7 @@ from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, T
 from rich.table import Table
 
 from optiforge import validation
+from optiforge.platform.campaigns.summary import ROUTING_TRAINING as TRAIN_AGENT
 from optiforge.platform.cli.errors import user_errors
 
 routing_app = typer.Typer(help="Constrained routing (TSPTW, TSPDL): LazyMask, greedy rules, PyVRP, CP-SAT.",
@@ -74,14 +75,11 @@ def generate_cmd(
     from optiforge.heuristics.routing.instances import generate
 
     validation.integer(instances, "instances", minimum=1)
+    validation.output_file(out, "out")
     ins = generate(problem, hardness, n, instances, seed=seed)
-    out.parent.mkdir(parents=True, exist_ok=True)
     ins.save(out)
     print(f"wrote {ins.size} {problem} ({hardness}) instances, n = {ins.n}, to {out}")
 
-
-TRAIN_AGENT = "lmask-reinforce"
-"""The ``agent`` of a routing training campaign (how ``--resume`` recognises one)."""
 
 TRAIN_DEFAULTS: dict[str, Any] = {
     "hardness": "hard", "n": 20, "epochs": 10, "steps": 20, "batch_size": 16, "samples": None, "budget": 50,
@@ -161,6 +159,7 @@ def train_cmd(
     if resume is None:  # check everything before the store is opened
         opts = _train_options(given, None, None)
         config = _train_config(opts)
+    validation.output_file(out, "out")
     store = Store()
     if resume is None:
         resume = store.create_campaign(task=config.problem, agent=TRAIN_AGENT, llm="none", budget=config.epochs,
@@ -168,24 +167,20 @@ def train_cmd(
                                        name=f"routing train {config.problem} n={config.n}")
     else:
         config = _train_config(_train_options(given, resume, store))
-    out.parent.mkdir(parents=True, exist_ok=True)
     err = Console(stderr=True)
     err.print(f"training campaign {resume} ({config.problem}, n = {config.n}); resume with --resume {resume}")
     columns = (TextColumn("[bold]training"), BarColumn(), MofNCompleteColumn(), TimeElapsedColumn(),
                TextColumn("{task.fields[stats]}"))
-    store.set_campaign_status(resume, "running")
-    try:
-        with Progress(*columns, console=err) as bar:
-            handle = bar.add_task("train", total=config.epochs * config.steps_per_epoch, stats="")
+    from optiforge.platform.campaigns.report import campaign_status
 
-            def show(step: int, total: int, stats: dict[str, float]) -> None:
-                bar.update(handle, completed=step, stats=f"reward {stats['reward']:.3f} "
-                                                         f"feasible {stats['feasible_pct']:.0f}%")
+    with campaign_status(store, resume), Progress(*columns, console=err) as bar:
+        handle = bar.add_task("train", total=config.epochs * config.steps_per_epoch, stats="")
 
-            history = train(config, out, checkpointer=StoreCheckpointer(store, resume), progress=show)
-    except KeyboardInterrupt:
-        store.set_campaign_status(resume, "interrupted")
-        raise
+        def show(step: int, total: int, stats: dict[str, float]) -> None:
+            bar.update(handle, completed=step, stats=f"reward {stats['reward']:.3f} "
+                                                     f"feasible {stats['feasible_pct']:.0f}%")
+
+        history = train(config, out, checkpointer=StoreCheckpointer(store, resume), progress=show)
     store.set_campaign_status(resume, "finished")
     last = history[-1]
     print(f"wrote {out}: {len(history)} epochs (campaign {resume}); last epoch reward {last['reward']:.4f}, "

@@ -26,6 +26,7 @@ from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, T
 from rich.table import Table
 
 from optiforge import validation
+from optiforge.platform.campaigns.summary import SCHEDULING_TRAINING
 from optiforge.platform.cli.errors import user_errors
 
 scheduling_app = typer.Typer(help="Dynamic cloud workflow scheduling (DEFT, GATES, ProLiS, HEFT).",
@@ -89,6 +90,8 @@ def generate(
     _scale(scale)
     _gammas([gamma])
     validation.integer(instances, "instances", minimum=1, maximum=1000)
+    if out is not None:
+        validation.output_file(out, "out")
     insts = holdout_instances(scale, gamma, n=instances)
     doc = {"scale": scale, "gamma": gamma, "instances": [
         {"workflows": [w.name for w in i.workflows], "arrivals": i.arrivals.tolist()} for i in insts]}
@@ -187,24 +190,26 @@ def train(
         if len(generations) != 2 or min(generations) < 0:
             raise ValueError(f"generations: two counts >= 0 expected, got {generations!r}")
         es = ESConfig(population=population, sigma=sigma, lr=lr, workflows=workflows, seed=seed)
+    validation.output_file(out, "out")
     store = Store()
     if resume is not None:
         campaign = store.get_campaign(resume)
-        if campaign.agent != "deft-es":
+        if campaign.agent != SCHEDULING_TRAINING:
             raise ValueError(f"resume: campaign {resume} is not a scheduling training run")
         cfg = campaign.config
         method, generations = cfg["method"], tuple(cfg["generations"])
         es = ESConfig(**cfg["es"])
     else:
         cfg = {"method": method, "generations": list(generations), "es": es.__dict__}
-        resume = store.create_campaign(task="workflow", agent="deft-es", llm="none",
+        resume = store.create_campaign(task="workflow", agent=SCHEDULING_TRAINING, llm="none",
                                        budget=max(1, sum(generations)), seed=seed, executor=executor,
                                        config=cfg, name=f"scheduling train {method}")
     experts, gate = TRAIN_METHODS[method]
     err = Console(stderr=True)
     err.print(f"training campaign {resume} ({method}); resume with --resume {resume}")
-    store.set_campaign_status(resume, "running")
-    try:
+    from optiforge.platform.campaigns.report import campaign_status
+
+    with campaign_status(store, resume):
         with make_executor(executor, workers=workers) as ex, \
                 Progress(*_COLUMNS, TextColumn("{task.fields[info]}"), console=err) as bar:
             handle = bar.add_task("ES", total=None, info="")
@@ -215,9 +220,6 @@ def train(
                     handle, completed=done, total=total,
                     info=f"stage {'2' if s['stage'] >= experts or experts == 1 else '1'} "
                          f"mean cost {s['cost_mean']:.2f}"))
-    except KeyboardInterrupt:
-        store.set_campaign_status(resume, "interrupted")
-        raise
-    policy.save(str(out))
+        policy.save(str(out))
     store.set_campaign_status(resume, "finished")
     print(json.dumps({"campaign": resume, "method": method, "out": str(out)}))

@@ -52,6 +52,18 @@ def test_train_checkpoints_in_the_store_then_evaluate_the_model(home, tmp_path):
     assert store.get_campaign(cid).status == "finished"
     r = _cli("scheduling", "train", "--resume", cid, "--out", str(model))  # nothing left: same model
     assert r.returncode == 0, r.stderr
+    # A training run shares the store with discovery campaigns: listing and showing it work,
+    # and `campaign resume` points to the command that resumes it.
+    r = _cli("campaign", "list", "--json")
+    assert r.returncode == 0, r.stderr
+    assert [(c["id"], c["status"]) for c in json.loads(r.stdout)] == [(cid, "finished")]
+    r = _cli("campaign", "show", cid, "--json")
+    assert r.returncode == 0, r.stderr
+    assert json.loads(r.stdout)["checkpoints"] == ["s00-g000001.ckpt", "s00-g000002.ckpt"]
+    store.set_campaign_status(cid, "interrupted")
+    r = _cli("campaign", "resume", cid)
+    assert r.returncode == 2 and r.stderr.strip() == (
+        f"error: campaign {cid} is a training run: resume it with `optiforge scheduling train --resume {cid}`")
     r = _cli("scheduling", "evaluate", "--instances", "1", "-m", f"deft:{model}", "--json")
     assert r.returncode == 0, r.stderr
     assert json.loads(r.stdout)["results"][0]["cost"] > 0
@@ -79,6 +91,21 @@ def test_bad_input_is_one_line_and_exit_2(home, args, word):
     assert r.exit_code == 2, (r.stdout, r.stderr)
     lines = r.stderr.strip().splitlines()
     assert len(lines) == 1 and lines[0].startswith("error: ") and word in lines[0], r.stderr
+
+
+def test_an_unwritable_out_path_is_refused_before_training(home, tmp_path):
+    from typer.testing import CliRunner
+
+    from optiforge.platform.cli.main import app
+    from optiforge.platform.store import Store
+
+    (tmp_path / "a-file").write_text("x")
+    for out, words in ((tmp_path, "is a folder"), (tmp_path / "a-file" / "g.pt", "is a file, not a folder")):
+        r = CliRunner().invoke(app, ["scheduling", "train", "--generations", "0", "1", "--out", str(out)])
+        assert r.exit_code == 2, (r.stdout, r.stderr)
+        lines = r.stderr.strip().splitlines()
+        assert len(lines) == 1 and lines[0].startswith("error: out: ") and words in lines[0], r.stderr
+    assert Store().list_campaigns() == []  # refused before a campaign was stored
 
 
 def test_resume_of_an_unknown_or_foreign_campaign_is_one_line_and_exit_2(home, tmp_path):
