@@ -51,8 +51,9 @@ COUNTERS = (
 METHODS = ["hollm-gp-ts", "hollm-sobol", "hollm-gaussian", "random", "tpe", "cmaes"]
 BUDGET, N_INIT, BATCH = 100, 5, 4
 LLM_SPEC = "llamacpp:smollm2?n_ctx=8192"
-"""The fastest local engine for the bundled model (docs/benchmarks/llm.md); one context holds
-the M = 5 region prompts of a batch."""
+"""The fastest local engine for the bundled model (docs/benchmarks/llm.md). The M = 5 region
+prompts of an ask share their evaluated points, stored once; where their answers would not fit
+the 8,192 cells too (Ackley-20), the engine splits the batch."""
 
 
 class RecordingLLM:
