@@ -30,6 +30,7 @@ from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, T
 from rich.table import Table
 
 from optiforge import validation
+from optiforge.platform.campaigns.report import campaign_status
 from optiforge.platform.campaigns.summary import ROUTING_TRAINING as TRAIN_AGENT
 from optiforge.platform.cli.errors import user_errors
 
@@ -171,8 +172,6 @@ def train_cmd(
     err.print(f"training campaign {resume} ({config.problem}, n = {config.n}); resume with --resume {resume}")
     columns = (TextColumn("[bold]training"), BarColumn(), MofNCompleteColumn(), TimeElapsedColumn(),
                TextColumn("{task.fields[stats]}"))
-    from optiforge.platform.campaigns.report import campaign_status
-
     with campaign_status(store, resume), Progress(*columns, console=err) as bar:
         handle = bar.add_task("train", total=config.epochs * config.steps_per_epoch, stats="")
 

@@ -26,6 +26,7 @@ from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, T
 from rich.table import Table
 
 from optiforge import validation
+from optiforge.platform.campaigns.report import campaign_status
 from optiforge.platform.campaigns.summary import SCHEDULING_TRAINING
 from optiforge.platform.cli.errors import user_errors
 
@@ -207,8 +208,6 @@ def train(
     experts, gate = TRAIN_METHODS[method]
     err = Console(stderr=True)
     err.print(f"training campaign {resume} ({method}); resume with --resume {resume}")
-    from optiforge.platform.campaigns.report import campaign_status
-
     with campaign_status(store, resume):
         with make_executor(executor, workers=workers) as ex, \
                 Progress(*_COLUMNS, TextColumn("{task.fields[info]}"), console=err) as bar:

@@ -346,7 +346,6 @@ class LlamaCppLLM:
             chunks.append(current)
         return chunks
 
-
     def _token_texts(self) -> list[str]:
         """Every token's text by id ("" for special and non-UTF-8 pieces), built once."""
         if getattr(self, "_texts", None) is None:
@@ -435,11 +434,11 @@ class LlamaCppLLM:
                     # Jump forward: tokens the language leaves no choice about (the "." of a
                     # number, the "," after its last digit) join this step's batch unsampled.
                     while states[seq] is not None and len(outputs[seq]) + len(new) < max_new_tokens:
-                        step = dec.forced(states[seq])
-                        if step is None:
+                        forced = dec.forced(states[seq])
+                        if forced is None:
                             break
-                        new.append(step[0])
-                        states[seq] = step[1]
+                        new.append(forced[0])
+                        states[seq] = forced[1]
                 start = len(chunk[seq][1]) + len(outputs[seq])
                 outputs[seq].extend(new)
                 if lc.llama_vocab_is_eog(self._vocab, new[-1]) or len(outputs[seq]) >= max_new_tokens:
