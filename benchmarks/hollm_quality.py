@@ -14,6 +14,11 @@ candidates outside the region, duplicates, accepted candidates, points filled in
 and the seconds per ask are stored under ``"llm_stats"``, and ``--replies`` appends every
 prompt and answer to a JSONL file. Results are cached as JSON (``--out``) so methods can be run
 separately and plotted together.
+
+``--shift`` runs each function with its minimiser moved (``optiforge.blackbox.shifted``,
+instance = seed), stored as ``<function>@shift``: a control for methods that favour the
+middle of the box or one value in every coordinate, where the unshifted functions put their
+optimum.
 """
 
 from __future__ import annotations
@@ -31,7 +36,7 @@ os.environ.setdefault("OPENBLAS_NUM_THREADS", "1")
 import numpy as np  # noqa: E402
 
 from optiforge.agents.hollm import HOLLMAgent  # noqa: E402
-from optiforge.blackbox import get_blackbox_task  # noqa: E402
+from optiforge.blackbox import get_blackbox_task, shifted  # noqa: E402
 
 FUNCTIONS = ["ackley-20", "levy-10", "rastrigin-10", "rosenbrock-8", "hartmann-6"]
 LLM_ARMS = {"hollm-llm": "gp", "hollm-llm-free": "gp", "hollm-llm-llm": "llm"}
@@ -48,12 +53,27 @@ COUNTERS = (
     "filled",
 )
 """The agent's counters of what the LLM proposer produced (see ``LLMProposer.propose``)."""
+SHIFTED = "@shift"
+"""Suffix of a function's results key when run with ``--shift``."""
 METHODS = ["hollm-gp-ts", "hollm-sobol", "hollm-gaussian", "random", "tpe", "cmaes"]
 BUDGET, N_INIT, BATCH = 100, 5, 4
 LLM_SPEC = "llamacpp:smollm2?n_ctx=8192"
 """The fastest local engine for the bundled model (docs/benchmarks/llm.md). The M = 5 region
 prompts of an ask share their evaluated points, stored once; where their answers would not fit
 the 8,192 cells too (Ackley-20), the engine splits the batch."""
+
+
+def make_task(key: str, seed: int):
+    """The task of a results key at a seed (``levy-10``, or ``levy-10@shift``: instance = seed)."""
+    if key.endswith(SHIFTED):
+        return shifted(get_blackbox_task(key.removesuffix(SHIFTED)), seed)
+    return get_blackbox_task(key)
+
+
+def function_keys(results: dict, methods: list[str]) -> list[str]:
+    """The results keys of functions with any run, the shifted ones after the plain ones."""
+    keys = [*FUNCTIONS, *(f + SHIFTED for f in FUNCTIONS)]
+    return [f for f in keys if any(f in results[m] for m in methods)]
 
 
 class RecordingLLM:
@@ -171,6 +191,9 @@ def main() -> None:
     ap.add_argument(
         "--llm-options", default="{}", help="JSON of extra agent options for the LLM arms"
     )
+    ap.add_argument(
+        "--shift", action="store_true", help="move each function's minimiser (instance = seed)"
+    )
     ap.add_argument("--replies", help="append the LLM arms' prompts and answers to this JSONL file")
     ap.add_argument(
         "--report-only", action="store_true", help="print the tables of --out, run nothing"
@@ -198,9 +221,9 @@ def main() -> None:
             from optiforge.platform.llm import from_spec
 
             llm = RecordingLLM(from_spec(args.llm))  # OMP_NUM_THREADS sets its threads
-        for fname in args.functions.split(","):
-            task = get_blackbox_task(fname)
+        for fname in [f + SHIFTED if args.shift else f for f in args.functions.split(",")]:
             for seed in range(args.first_seed, args.first_seed + args.seeds):
+                task = make_task(fname, seed)
                 t0 = time.perf_counter()
                 if method in LLM_ARMS:
                     stats: dict = {"llm": args.llm}
@@ -240,7 +263,7 @@ def main() -> None:
 
 def report(results: dict) -> None:
     methods = [m for m in [*LLM_ARMS, *METHODS] if m in results]
-    fns = [f for f in FUNCTIONS if any(f in results[m] for m in methods)]
+    fns = function_keys(results, methods)
     print("\n| function | " + " | ".join(methods) + " |")
     print("|---" * (len(methods) + 1) + "|")
     for f in fns:
@@ -370,9 +393,7 @@ def plot(results: dict, path: Path) -> None:
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
 
-    fns = [
-        f for f in FUNCTIONS if any(f in results[m] for m in [*LLM_ARMS, *METHODS] if m in results)
-    ]
+    fns = function_keys(results, [m for m in [*LLM_ARMS, *METHODS] if m in results])
     fig, axes = plt.subplots(1, len(fns), figsize=(4 * len(fns), 3.4))
     axes = np.atleast_1d(axes)
     for ax, f in zip(axes, fns, strict=True):

@@ -6,7 +6,12 @@ sampler in :mod:`optiforge.integrations.optuna`.
 
 from __future__ import annotations
 
-from optiforge.blackbox.functions import BlackboxTask, blackbox_task_names, get_blackbox_task
+from optiforge.blackbox.functions import (
+    BlackboxTask,
+    blackbox_task_names,
+    get_blackbox_task,
+    shifted,
+)
 from optiforge.blackbox.space import (
     CategoricalParam,
     FloatParam,
@@ -19,5 +24,5 @@ from optiforge.blackbox.space import (
 
 __all__ = [
     "BlackboxTask", "CategoricalParam", "FloatParam", "IntParam", "SimplexParam", "Space", "SpdParam",
-    "SphereParam", "blackbox_task_names", "get_blackbox_task",
+    "SphereParam", "blackbox_task_names", "get_blackbox_task", "shifted",
 ]

@@ -15,6 +15,9 @@ References
    Functions and Datasets", https://www.sfu.ca/~ssurjano/.
 .. [2] M. Balandat et al., "BoTorch: A Framework for Efficient Monte-Carlo Bayesian
    Optimization", NeurIPS 2020.
+.. [3] N. Hansen, S. Finck, R. Ros, A. Auger, "Real-Parameter Black-Box Optimization
+   Benchmarking 2009: Noiseless Functions Definitions", INRIA RR-6829 (random optimum
+   locations, used by :func:`shifted`).
 """
 
 from __future__ import annotations
@@ -22,7 +25,8 @@ from __future__ import annotations
 import math
 import re
 from collections.abc import Callable, Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
+from functools import partial
 from typing import Any
 
 import numpy as np
@@ -210,3 +214,67 @@ def get_blackbox_task(name: str) -> BlackboxTask:
 def blackbox_task_names() -> list[str]:
     """Canonical benchmark task names (families also accept other dimensions)."""
     return [*_FIXED, *(f"{f}-{fam.default_dim}" for f, fam in _FAMILIES.items())]
+
+
+def _moved(fn: Callable[[np.ndarray], float], offset: np.ndarray, x: np.ndarray) -> float:
+    return fn(x - offset)
+
+
+def shifted(task: BlackboxTask, instance: int) -> BlackboxTask:
+    """The same function with its minimiser moved to a random point of the box.
+
+    The synthetic functions put their minimiser at a round place: the middle of the box
+    (Ackley, Rastrigin), or 0.55 (Levy) and 0.74 (Rosenbrock) of each coordinate's range, the
+    same in every coordinate. An optimiser with a prior for such places (a language model
+    writing ``0.500``, a design that samples the centre) can look good for that reason alone.
+    BBOB draws each instance's optimum at random for this reason [3]_; so does this function.
+
+    The new minimiser ``x_opt`` is drawn uniformly from the middle 80 % of each coordinate's
+    range (BBOB's ``[-4, 4]`` in ``[-5, 5]``), by ``instance``. The task evaluates
+    ``f(x - x_opt + x*)``: the landscape is moved, not changed, and keeps its optimum value.
+    Beyond the original box the function's own formula goes on; for Hartmann, whose bumps
+    are all inside ``[0, 1]^d``, that part of the box is flat.
+
+    Parameters
+    ----------
+    task : BlackboxTask
+        A task with a known minimiser (``argmin``) and a box of float parameters.
+    instance : int
+        Seed of the new minimiser's location (``>= 0``); the same instance gives the same task.
+
+    Returns
+    -------
+    BlackboxTask
+        Named ``"<name>@shift<instance>"``, with the same space and optimum, and the new argmin.
+
+    Raises
+    ------
+    TypeError
+        When ``task`` is not a :class:`BlackboxTask` or ``instance`` not an integer.
+    ValueError
+        When ``task`` has no known minimiser or other than float parameters, or
+        ``instance`` is negative.
+    """
+    if not isinstance(task, BlackboxTask):
+        raise TypeError(f"task: expected a BlackboxTask, got {type(task).__name__}")
+    if isinstance(instance, bool) or not isinstance(instance, (int, np.integer)):
+        raise TypeError(f"instance: expected an integer, got {type(instance).__name__}")
+    if instance < 0:
+        raise ValueError(f"instance: expected an integer >= 0, got {instance}")
+    if task.argmin is None:
+        raise ValueError(f"task: {task.name!r} has no known minimiser to move")
+    params = list(task.space.params.values())
+    if not all(isinstance(p, FloatParam) for p in params):
+        raise ValueError(f"task: {task.name!r} is not a box of float parameters")
+    lo = np.array([p.low for p in params], dtype=float)
+    hi = np.array([p.high for p in params], dtype=float)
+    rng = np.random.default_rng([int(instance), task.dim])
+    new_argmin = lo + (hi - lo) * rng.uniform(0.1, 0.9, size=task.dim)
+    offset = new_argmin - np.asarray(task.argmin, dtype=float)
+    return replace(
+        task,
+        name=f"{task.name}@shift{int(instance)}",
+        fn=partial(_moved, task.fn, offset),
+        argmin=tuple(float(v) for v in new_argmin),
+        description=f"{task.description} (minimiser moved, instance {int(instance)})",
+    )

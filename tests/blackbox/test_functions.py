@@ -1,10 +1,11 @@
 import math
+import pickle
 
 import numpy as np
 import pytest
 from scipy.optimize import minimize
 
-from optiforge.blackbox import blackbox_task_names, get_blackbox_task
+from optiforge.blackbox import blackbox_task_names, get_blackbox_task, shifted
 
 # Optimal values as listed in research/hollm_blackbox.md section 4 (BoTorch's values).
 NOTE_OPTIMA = {
@@ -66,3 +67,47 @@ def test_call_validates_params():
     task = get_blackbox_task("branin")
     with pytest.raises(ValueError, match=r"params\.x1: 20\.0 is outside"):
         task({"x1": 20.0, "x2": 1.0})
+
+
+@pytest.mark.parametrize("name", ["levy-10", "rosenbrock-8", "ackley-5", "hartmann-6"])
+def test_shifted_task_keeps_its_optimum_value_at_the_moved_minimiser(name):
+    task = get_blackbox_task(name)
+    moved = shifted(task, 3)
+    assert moved.optimum == task.optimum
+    assert moved.evaluate_array(np.array(moved.argmin)) == pytest.approx(task.optimum, abs=1e-9)
+    assert not np.allclose(moved.argmin, task.argmin, atol=1e-3)
+    # The old minimiser is no longer optimal: the landscape moved.
+    assert moved.evaluate_array(np.array(task.argmin)) > task.optimum + 1e-3
+    rng = np.random.default_rng(1)
+    assert min(moved(p) for p in moved.space.sample(rng, 200)) > task.optimum + 1e-3
+
+
+def test_shifted_minimiser_is_drawn_inside_the_middle_of_the_box_by_instance():
+    task = get_blackbox_task("levy-10")
+    lo, hi = -10.0, 10.0
+    units = np.array([(np.array(shifted(task, i).argmin) - lo) / (hi - lo) for i in range(50)])
+    assert units.min() >= 0.1 and units.max() <= 0.9
+    # Spread over the middle 80 %, not bunched at one place (the point of moving it).
+    assert units.std() > 0.2
+    assert shifted(task, 7).argmin == shifted(task, 7).argmin
+    assert shifted(task, 7).argmin != shifted(task, 8).argmin
+    assert shifted(task, 7).name == "levy-10@shift7"
+
+
+def test_shifted_task_pickles_for_worker_processes():
+    moved = shifted(get_blackbox_task("rosenbrock-8"), 2)
+    back = pickle.loads(pickle.dumps(moved))
+    x = np.linspace(-1, 1, 8)
+    assert back.evaluate_array(x) == moved.evaluate_array(x)
+
+
+def test_shifted_rejects_bad_input_naming_the_argument():
+    task = get_blackbox_task("levy-10")
+    with pytest.raises(TypeError, match="instance"):
+        shifted(task, 1.5)
+    with pytest.raises(ValueError, match="instance"):
+        shifted(task, -1)
+    with pytest.raises(TypeError, match="task"):
+        shifted("levy-10", 1)
+    with pytest.raises(ValueError, match="task: 'michalewicz-10' has no known minimiser"):
+        shifted(get_blackbox_task("michalewicz-10"), 1)
