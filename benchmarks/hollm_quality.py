@@ -53,6 +53,8 @@ COUNTERS = (
     "filled",
 )
 """The agent's counters of what the LLM proposer produced (see ``LLMProposer.propose``)."""
+NEAR = 0.05
+"""Distance (unit coordinates) within which --replies-report counts a coordinate as at the minimiser's."""
 SHIFTED = "@shift"
 """Suffix of a function's results key when run with ``--shift``."""
 METHODS = ["hollm-gp-ts", "hollm-sobol", "hollm-gaussian", "random", "tpe", "cmaes"]
@@ -68,6 +70,24 @@ def make_task(key: str, seed: int):
     if key.endswith(SHIFTED):
         return shifted(get_blackbox_task(key.removesuffix(SHIFTED)), seed)
     return get_blackbox_task(key)
+
+
+def unit_argmin(task) -> np.ndarray | None:
+    """The task's minimiser in the unit coordinates of the prompts (``None`` if unknown)."""
+    if task.argmin is None:
+        return None
+    lo, hi = (np.array([getattr(p, a) for p in task.space.params.values()]) for a in ("low", "high"))
+    return (np.asarray(task.argmin) - lo) / (hi - lo)
+
+
+def merge(into: dict, other: dict) -> dict:
+    """Add the runs of ``other`` (a results file's dict) to ``into``; a run in both takes ``other``'s."""
+    for key, value in other.items():
+        if isinstance(value, dict) and isinstance(into.get(key), dict):
+            merge(into[key], value)
+        else:
+            into[key] = value
+    return into
 
 
 def function_keys(results: dict, methods: list[str]) -> list[str]:
@@ -194,6 +214,10 @@ def main() -> None:
     ap.add_argument(
         "--shift", action="store_true", help="move each function's minimiser (instance = seed)"
     )
+    ap.add_argument(
+        "--merge", nargs="+", metavar="JSON", default=[],
+        help="add the runs of these results files (e.g. of parallel runs) to --out first",
+    )
     ap.add_argument("--replies", help="append the LLM arms' prompts and answers to this JSONL file")
     ap.add_argument(
         "--report-only", action="store_true", help="print the tables of --out, run nothing"
@@ -215,6 +239,11 @@ def main() -> None:
         ap.error(f"--llm-options: expected a JSON object, got {args.llm_options!r}")
     out = Path(args.out)
     results = json.loads(out.read_text()) if out.exists() else {}
+    for extra in args.merge:
+        merge(results, json.loads(Path(extra).read_text()))
+    if args.merge:
+        out.parent.mkdir(parents=True, exist_ok=True)
+        out.write_text(json.dumps(results))
     llm = None
     for method in [m for m in args.methods.split(",") if m and not args.report_only]:
         if method in LLM_ARMS and llm is None:
@@ -325,15 +354,21 @@ def report_replies(path: Path, decimals: int = 3) -> None:
     from each answer: its lines of ``d`` coordinates. Per (method, function): the points'
     relative position ``t = (x - lo) / (hi - lo)`` in the box (mean, and the share on an edge),
     the share of coordinates that repeat a value of the same column among the evaluated points
-    ("copied"), whole evaluated points repeated, and points repeated within one answer. The
+    ("copied"), the share within ``NEAR`` of the function's minimiser (unit coordinates, where
+    it is known), whole evaluated points repeated, and points repeated within one answer. The
     "uniform" row is the same statistics for uniform points in the same boxes, rounded to
     ``decimals``: what an answer with no preference would show.
     """
     rng = np.random.default_rng(0)
     by_arm: dict[tuple[str, str], dict[str, list]] = {}
+    minimisers: dict[tuple[str, int], np.ndarray | None] = {}
     for line in path.read_text(encoding="utf-8").splitlines():
         row = json.loads(line)
         prompt = row["prompt"]
+        key = (row["function"], row["seed"])
+        if key not in minimisers:
+            minimisers[key] = unit_argmin(make_task(*key))
+        best = minimisers[key]
         bounds = np.array([[float(a), float(b)] for a, b in _RANGE.findall(prompt)])
         if bounds.size == 0:
             continue  # a surrogate prompt (hollm-llm-llm): no box
@@ -349,7 +384,7 @@ def report_replies(path: Path, decimals: int = 3) -> None:
         ):
             acc = by_arm.setdefault(
                 (row["method"], row["function"], name),
-                {"t": [], "edge": [], "copied": [], "whole": [], "repeat": [], "points": []},
+                {"t": [], "edge": [], "copied": [], "near": [], "whole": [], "repeat": [], "points": []},
             )
             for text in answers:
                 if text is None:
@@ -365,6 +400,8 @@ def report_replies(path: Path, decimals: int = 3) -> None:
                 acc["t"].extend(t.ravel())
                 step = 10.0**-decimals
                 acc["edge"].extend(((pts - lo < step / 2) | (hi - pts < step / 2)).ravel())
+                if best is not None:
+                    acc["near"].extend((np.abs(pts - best) <= NEAR).ravel())
                 acc["copied"].extend(
                     [round(v, decimals) in columns[j] for p in pts for j, v in enumerate(p)]
                 )
@@ -373,16 +410,19 @@ def report_replies(path: Path, decimals: int = 3) -> None:
                 acc["repeat"].append(len(keys) - len(set(keys)))
     print(
         "\n| arm | function | source | answers | points | mean t in box | on an edge "
-        "| coordinates copied from the column | evaluated points repeated | repeats within an answer |"
+        f"| coordinates copied from the column | coordinates within {NEAR} of the minimiser's "
+        "| evaluated points repeated | repeats within an answer |"
     )
-    print("|---" * 10 + "|")
+    print("|---" * 11 + "|")
     for (method, fname, name), acc in by_arm.items():
         if not acc["t"]:
-            print(f"| {method} | {fname} | {name} | {len(acc['points'])} | 0 |" + " - |" * 5)
+            print(f"| {method} | {fname} | {name} | {len(acc['points'])} | 0 |" + " - |" * 6)
             continue
+        near = f"{np.mean(acc['near']):.1%}" if acc["near"] else "-"
         print(
             f"| {method} | {fname} | {name} | {len(acc['points'])} | {sum(acc['points'])} "
             f"| {np.mean(acc['t']):.2f} | {np.mean(acc['edge']):.1%} | {np.mean(acc['copied']):.1%} "
+            f"| {near} "
             f"| {sum(acc['whole'])} | {sum(acc['repeat'])} |"
         )
 
