@@ -36,7 +36,7 @@ os.environ.setdefault("OPENBLAS_NUM_THREADS", "1")
 import numpy as np  # noqa: E402
 
 from optiforge.agents.hollm import HOLLMAgent  # noqa: E402
-from optiforge.blackbox import get_blackbox_task, shifted  # noqa: E402
+from optiforge.blackbox import get_blackbox_task  # noqa: E402
 
 FUNCTIONS = ["ackley-20", "levy-10", "rastrigin-10", "rosenbrock-8", "hartmann-6"]
 LLM_ARMS = {"hollm-llm": "gp", "hollm-llm-free": "gp", "hollm-llm-llm": "llm"}
@@ -67,9 +67,7 @@ the 8,192 cells too (Ackley-20), the engine splits the batch."""
 
 def make_task(key: str, seed: int):
     """The task of a results key at a seed (``levy-10``, or ``levy-10@shift``: instance = seed)."""
-    if key.endswith(SHIFTED):
-        return shifted(get_blackbox_task(key.removesuffix(SHIFTED)), seed)
-    return get_blackbox_task(key)
+    return get_blackbox_task(f"{key}{seed}" if key.endswith(SHIFTED) else key)
 
 
 def unit_argmin(task) -> np.ndarray | None:

@@ -186,6 +186,8 @@ def _box_space(bounds: list[tuple[float, float]]) -> Space:
 def get_blackbox_task(name: str) -> BlackboxTask:
     """Look up a benchmark task by name (``"ackley-20"``, ``"branin"``, ``"hartmann-6"``...).
 
+    ``"<name>@shift<N>"`` is the task with its minimiser moved, instance ``N`` (:func:`shifted`).
+
     Raises
     ------
     ValueError
@@ -194,6 +196,11 @@ def get_blackbox_task(name: str) -> BlackboxTask:
     if not isinstance(name, str):
         raise TypeError(f"task: expected a string, got {type(name).__name__}")
     key = name.strip().lower().replace("_", "-")
+    base, at, instance = key.partition("@shift")
+    if at:
+        if not instance.isdigit():
+            raise ValueError(f"task: {name!r}: '@shift' takes an instance number, e.g. levy-10@shift3")
+        return shifted(get_blackbox_task(base), int(instance))
     if key == "hartmann":
         key = "hartmann-6"
     if key in _FIXED:

@@ -111,3 +111,16 @@ def test_shifted_rejects_bad_input_naming_the_argument():
         shifted("levy-10", 1)
     with pytest.raises(ValueError, match="task: 'michalewicz-10' has no known minimiser"):
         shifted(get_blackbox_task("michalewicz-10"), 1)
+
+
+def test_a_shifted_task_is_found_again_by_its_name():
+    # Campaigns store a task by name, so a shifted instance must come back from it.
+    moved = shifted(get_blackbox_task("rosenbrock-8"), 4)
+    again = get_blackbox_task(moved.name)
+    assert again.name == moved.name and again.argmin == moved.argmin
+    x = np.full(8, 0.3)
+    assert again.evaluate_array(x) == moved.evaluate_array(x)
+    with pytest.raises(ValueError, match="'@shift' takes an instance number"):
+        get_blackbox_task("levy-10@shiftx")
+    with pytest.raises(ValueError, match="no known minimiser"):
+        get_blackbox_task("michalewicz-10@shift1")
