@@ -34,6 +34,8 @@ def _cli(*args: str, env=None, timeout=300) -> subprocess.CompletedProcess:
         (["campaign", "run", "--task", "binpacking", "--budget", "2", "--lora", "dora"], "lora"),
         (["campaign", "run", "--task", "binpacking", "--budget", "2", "--rl", "none", "--lora", "bilora"], "lora"),
         (["campaign", "show", "doesnotexist"], "doesnotexist"),
+        (["campaign", "run", "--task", "levy-10@shiftx", "--agent", "hollm", "--budget", "3"], "@shift"),
+        (["tasks", "show", "levy-10@shift-1"], "instance number"),
         (["evaluate", "--task", "binpacking", "--program", "/no/such/file.py"], "program"),
         (["evaluate", "--task", "binpacking", "--program", __file__, "--split", "xx"], "split"),
     ],
@@ -230,6 +232,8 @@ def test_tasks_show_prints_the_full_description(home):
     assert json.loads(_cli("tasks", "show", "matching", "--json").stdout)["graft_features"] is None
     shown = json.loads(_cli("tasks", "show", "ackley-5", "--json").stdout)
     assert shown["kind"] == "blackbox" and shown["dimension"] == 5
+    moved = json.loads(_cli("tasks", "show", "levy-10@shift3", "--json").stdout)
+    assert moved["name"] == "levy-10@shift3" and moved["optimum"] == 0.0 and "moved" in moved["description"]
     bad = _cli("tasks", "show", "nope")
     assert bad.returncode == 2 and bad.stderr.strip().count("\n") == 0 and "nope" in bad.stderr
 
