@@ -24,6 +24,7 @@ optimum.
 from __future__ import annotations
 
 import argparse
+import gzip
 import json
 import os
 import re
@@ -223,7 +224,8 @@ def main() -> None:
     ap.add_argument(
         "--replies-report",
         metavar="JSONL",
-        help="read a --replies file: where the model put its points, and what it copied; run nothing",
+        help="read a --replies file (or its .gz): where the model put its points, and what it "
+        "copied; run nothing",
     )
     args = ap.parse_args()
     if args.replies_report:
@@ -360,7 +362,8 @@ def report_replies(path: Path, decimals: int = 3) -> None:
     rng = np.random.default_rng(0)
     by_arm: dict[tuple[str, str], dict[str, list]] = {}
     minimisers: dict[tuple[str, int], np.ndarray | None] = {}
-    for line in path.read_text(encoding="utf-8").splitlines():
+    text = gzip.decompress(path.read_bytes()).decode() if path.suffix == ".gz" else path.read_text()
+    for line in text.splitlines():
         row = json.loads(line)
         prompt = row["prompt"]
         key = (row["function"], row["seed"])
