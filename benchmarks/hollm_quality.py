@@ -435,27 +435,36 @@ def plot(results: dict, path: Path) -> None:
     import matplotlib.pyplot as plt
 
     fns = function_keys(results, [m for m in [*LLM_ARMS, *METHODS] if m in results])
-    fig, axes = plt.subplots(1, len(fns), figsize=(4 * len(fns), 3.4))
-    axes = np.atleast_1d(axes)
-    for ax, f in zip(axes, fns, strict=True):
-        for m in [m for m in [*LLM_ARMS, *METHODS] if m in results and f in results[m]]:
+    cols = min(len(fns), len(FUNCTIONS))  # the shifted functions on a second row
+    rows = -(-len(fns) // cols)
+    fig, axes = plt.subplots(rows, cols, figsize=(4 * cols, 3.4 * rows), squeeze=False)
+    axes = axes.ravel()
+    for ax in axes[len(fns):]:
+        ax.set_visible(False)
+    methods = [m for m in [*LLM_ARMS, *METHODS] if m in results]
+    colour = {m: f"C{i}" for i, m in enumerate(methods)}  # one colour per method in every panel
+    for ax, f in zip(axes, fns, strict=False):
+        for m in [m for m in methods if f in results[m]]:
             curves = np.array([np.minimum.accumulate(v) for v in results[m][f].values()])
             med = np.median(curves, axis=0)
             x = np.arange(1, curves.shape[1] + 1)
-            ax.plot(x, med, label=m)
+            ax.plot(x, med, color=colour[m], label=m)
             if len(curves) > 1:
                 ax.fill_between(
                     x,
                     np.quantile(curves, 0.25, axis=0),
                     np.quantile(curves, 0.75, axis=0),
+                    color=colour[m],
                     alpha=0.15,
                 )
         ax.set_title(f)
         ax.set_xlabel("evaluations")
         ax.set_yscale("symlog")
-    axes[0].set_ylabel("best value (median, IQR)")
-    axes[-1].legend(fontsize=7)
-    fig.tight_layout()
+    for ax in axes[::cols]:
+        ax.set_ylabel("best value (median, IQR)")
+    handles = [plt.Line2D([], [], color=colour[m], label=m) for m in methods]
+    fig.legend(handles=handles, loc="upper center", ncol=len(methods), fontsize=8)
+    fig.tight_layout(rect=(0, 0, 1, 0.95))
     path.parent.mkdir(parents=True, exist_ok=True)
     fig.savefig(path, dpi=110)
     print(f"wrote {path}")
