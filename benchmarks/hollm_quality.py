@@ -362,8 +362,8 @@ def report_replies(path: Path, decimals: int = 3) -> None:
     rng = np.random.default_rng(0)
     by_arm: dict[tuple[str, str], dict[str, list]] = {}
     minimisers: dict[tuple[str, int], np.ndarray | None] = {}
-    text = gzip.decompress(path.read_bytes()).decode() if path.suffix == ".gz" else path.read_text()
-    for line in text.splitlines():
+    log = gzip.decompress(path.read_bytes()).decode() if path.suffix == ".gz" else path.read_text()
+    for line in log.splitlines():
         row = json.loads(line)
         prompt = row["prompt"]
         key = (row["function"], row["seed"])
