@@ -75,8 +75,7 @@ def unit_argmin(task) -> np.ndarray | None:
     """The task's minimiser in the unit coordinates of the prompts (``None`` if unknown)."""
     if task.argmin is None:
         return None
-    lo, hi = (np.array([getattr(p, a) for p in task.space.params.values()]) for a in ("low", "high"))
-    return (np.asarray(task.argmin) - lo) / (hi - lo)
+    return task.space.encode(dict(zip(task.space.names, task.argmin, strict=True)))
 
 
 def merge(into: dict, other: dict) -> dict:
@@ -434,14 +433,14 @@ def plot(results: dict, path: Path) -> None:
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
 
-    fns = function_keys(results, [m for m in [*LLM_ARMS, *METHODS] if m in results])
+    methods = [m for m in [*LLM_ARMS, *METHODS] if m in results]
+    fns = function_keys(results, methods)
     cols = min(len(fns), len(FUNCTIONS))  # the shifted functions on a second row
     rows = -(-len(fns) // cols)
     fig, axes = plt.subplots(rows, cols, figsize=(4 * cols, 3.4 * rows), squeeze=False)
     axes = axes.ravel()
     for ax in axes[len(fns):]:
         ax.set_visible(False)
-    methods = [m for m in [*LLM_ARMS, *METHODS] if m in results]
     colour = {m: f"C{i}" for i, m in enumerate(methods)}  # one colour per method in every panel
     for ax, f in zip(axes, fns, strict=False):
         for m in [m for m in methods if f in results[m]]:
