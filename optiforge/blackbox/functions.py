@@ -198,7 +198,7 @@ def get_blackbox_task(name: str) -> BlackboxTask:
     key = name.strip().lower().replace("_", "-")
     base, at, instance = key.partition("@shift")
     if at:
-        if not instance.isdigit():
+        if not instance.isdecimal():  # int() reads these; isdigit() also passes "³", which it cannot
             raise ValueError(f"task: {name!r}: '@shift' takes an instance number, e.g. levy-10@shift3")
         return shifted(get_blackbox_task(base), int(instance))
     if key == "hartmann":
