@@ -28,6 +28,7 @@ Usage::
     python benchmarks/discovery.py tune [--budget 24] [--seed 0]
     python benchmarks/discovery.py campaigns [--task binpacking] [--seeds 0 1] [--budget 16]
         [--arms evolution evolution+tune evolution+tune+graft graft-no-llm tune-seeds] [--rl none]
+        [--timeout 900]
 """
 
 from __future__ import annotations
@@ -255,6 +256,7 @@ ARM_OPTIONS: dict[str, dict] = {
 
 def campaigns(args: argparse.Namespace) -> None:
     from optiforge.platform.campaigns import create_campaign, run_campaign
+    from optiforge.platform.campaigns.summary import NOT_LLM_WRITTEN
     from optiforge.platform.store import Store
 
     results = []
@@ -277,14 +279,17 @@ def campaigns(args: argparse.Namespace) -> None:
                     llm, rl = f"replay:{silent}", "none"
                 cid = create_campaign(store, task=args.task, budget=args.budget, llm=llm,
                                       seed=seed, rl=rl, config={"agent_options": options})
-                rep = run_campaign(store, cid)
+                rep = run_campaign(store, cid, timeout=args.timeout)
                 ops: dict[str, int] = {}
                 for c in store.candidates(cid):
                     ops[c.operator] = ops.get(c.operator, 0) + 1
+                llm_valid = [c for c in store.candidates(cid)
+                             if c.operator not in NOT_LLM_WRITTEN and c.valid]
                 out = {"best_operator": rep.best_operator, "best_train": rep.best_train_score,
                        "best_test": rep.best_test_score, "baseline_test": rep.baseline_test_score,
                        "discovered": rep.discovered, "candidates_by_operator": ops,
-                       "best_code": rep.best_code}
+                       "llm_written": rep.generated, "llm_valid": len(llm_valid),
+                       "timed_out": rep.timed_out, "best_code": rep.best_code}
             out.update(arm=arm, seed=seed, wall_s=time.perf_counter() - t0)
             results.append(out)
             console.print(f"{arm} seed {seed}: best {out['best_operator']} test {out.get('best_test')} "
@@ -326,6 +331,9 @@ def main() -> None:
     c.add_argument("--llm", default="smollm2")
     c.add_argument("--seeds", type=int, nargs="+", default=[0])
     c.add_argument("--budget", type=int, default=16)
+    c.add_argument("--timeout", type=float, default=None,
+                   help="seconds of wall clock per campaign (an equal-time comparison: give a "
+                        "budget it cannot spend, e.g. --budget 10000 --timeout 900)")
     c.add_argument("--arms", nargs="+", choices=list(ARM_OPTIONS),
                    default=["evolution", "evolution+tune+graft", "graft-no-llm", "tune-seeds"])
     c.add_argument("--rl", default="none")

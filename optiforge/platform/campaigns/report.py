@@ -64,6 +64,8 @@ class CampaignReport:
     extra: dict[str, Any] = field(default_factory=dict)
     best_operator: str | None = None
     """How the best program came to be (``"seed"`` when no generated program beat the seeds)."""
+    timed_out: bool = False
+    """The run's timeout ended it before the budget was spent (the campaign is resumable)."""
 
     @property
     def gap_vs_baseline(self) -> float | None:

@@ -11,6 +11,7 @@ budget, progress, report). A step is small:
 
 from __future__ import annotations
 
+import time
 from typing import Any, Protocol
 
 from optiforge import validation as check
@@ -55,12 +56,17 @@ class CampaignStep(Protocol):
 
 
 def drive(store: Store, campaign: Campaign, step: CampaignStep,
-          progress: ProgressCallback | None = None) -> CampaignReport:
-    """Run ``step`` until the campaign's budget is spent, then report.
+          progress: ProgressCallback | None = None, deadline: float | None = None) -> CampaignReport:
+    """Run ``step`` until the campaign's budget is spent (or ``deadline`` passes), then report.
 
     The campaign is ``running`` meanwhile; ``interrupted`` on Ctrl-C, ``failed`` on an error,
     ``finished`` at the end. Every round is committed before the next starts, so a killed
     process resumes here from the last committed round.
+
+    ``deadline`` is a :func:`time.monotonic` time after which no round starts: the round under
+    way finishes and is committed (a run can overrun by up to one round), the report covers
+    what was found, ``report.timed_out`` is set and, if budget is left, the campaign is stored
+    ``interrupted`` so that a resume spends the rest.
     """
     with campaign_status(store, campaign.id):
         if not step.restore():
@@ -69,12 +75,15 @@ def drive(store: Store, campaign: Campaign, step: CampaignStep,
         if progress:
             progress(used, campaign.budget, step.best_score())
         while used < campaign.budget:
+            if deadline is not None and time.monotonic() >= deadline:
+                break
             step.run_round(campaign.budget - used)
             used = step.used()
             if progress:
                 progress(used, campaign.budget, step.best_score())
         report = step.report()
-    store.set_campaign_status(campaign.id, "finished")
+    report.timed_out = used < campaign.budget
+    store.set_campaign_status(campaign.id, "interrupted" if report.timed_out else "finished")
     return report
 
 
@@ -207,14 +216,35 @@ def _validate_study(info: AgentInfo, space: Any, options: Any, budget: int,
 
 
 # ---------------------------------------------------------------------------- run
-def run_campaign(store: Store, campaign_id: str,
-                 progress: ProgressCallback | None = None) -> CampaignReport:
-    """Run or resume the stored campaign ``campaign_id`` to its budget."""
+def run_campaign(store: Store, campaign_id: str, progress: ProgressCallback | None = None, *,
+                 timeout: float | None = None) -> CampaignReport:
+    """Run or resume the stored campaign ``campaign_id`` to its budget.
+
+    Parameters
+    ----------
+    store : Store
+    campaign_id : str
+    progress : callable, optional
+        Called after each round with (budget used, budget, best score so far).
+    timeout : float, optional
+        Seconds of wall clock for this run, counted from this call (model loading included):
+        no round starts after it, as Optuna's ``optimize(timeout=...)``. The round under way
+        finishes, then the best so far is reported (``report.timed_out``) and the campaign,
+        its budget not spent, is left ``interrupted`` for a resume, which gets its own timeout.
+
+    Raises
+    ------
+    ValueError, TypeError
+        ``timeout`` not a number > 0.
+    """
+    if timeout is not None:
+        timeout = check.positive(timeout, "timeout")
+    deadline = None if timeout is None else time.monotonic() + timeout
     campaign = store.get_campaign(campaign_id)
     info = get_agent(campaign.agent)
     if info.kind == "blackbox":
-        return drive(store, campaign, _blackbox_step(store, campaign), progress)
-    return _run_program_campaign(store, campaign, info, progress)
+        return drive(store, campaign, _blackbox_step(store, campaign), progress, deadline)
+    return _run_program_campaign(store, campaign, info, progress, deadline)
 
 
 def _blackbox_step(store: Store, campaign: Campaign) -> Any:
@@ -228,7 +258,7 @@ def _blackbox_step(store: Store, campaign: Campaign) -> Any:
 
 
 def _run_program_campaign(store: Store, campaign: Campaign, info: AgentInfo,
-                          progress: ProgressCallback | None) -> CampaignReport:
+                          progress: ProgressCallback | None, deadline: float | None) -> CampaignReport:
     from optiforge.heuristics import get_task
     from optiforge.platform.campaigns.program import ProgramCampaign
     from optiforge.platform.executors import make_executor
@@ -252,7 +282,7 @@ def _run_program_campaign(store: Store, campaign: Campaign, info: AgentInfo,
                                llm=llm if learner is not None else None,
                                rl_every=int(cfg.get("rl_every", 2)),
                                test_split=str(cfg.get("test_split", "test")))
-        return drive(store, campaign, step, progress)
+        return drive(store, campaign, step, progress, deadline)
 
 
 def _make_learner(llm: TrainableLLM, seed: int, agent_options: dict[str, Any],

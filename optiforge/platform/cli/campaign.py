@@ -14,6 +14,7 @@ from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, T
 from rich.syntax import Syntax
 from rich.table import Table
 
+from optiforge import validation as check
 from optiforge.platform.campaigns.summary import TRAINING_RUNS, campaign_summary
 from optiforge.platform.cli.errors import fail, parse_json, read_text_file, user_errors
 
@@ -188,7 +189,11 @@ def evaluate(
         raise typer.Exit(1)
 
 
-def _run_with_progress(store, cid: str) -> None:
+TIMEOUT_HELP = ("Seconds of wall clock for this run: no round starts after it (the round under "
+                "way finishes), the best so far is reported and the campaign stays resumable.")
+
+
+def _run_with_progress(store, cid: str, timeout: float | None = None) -> None:
     from optiforge.platform.campaigns import run_campaign
 
     campaign = store.get_campaign(cid)
@@ -203,10 +208,13 @@ def _run_with_progress(store, cid: str) -> None:
             bar.update(handle, completed=min(done, total), best=_fmt(best))
 
         try:
-            report = run_campaign(store, cid, progress)
+            report = run_campaign(store, cid, progress, timeout=timeout)
         except KeyboardInterrupt:
             console.print(f"\ninterrupted; resume with: optiforge campaign resume {cid}")
             raise typer.Exit(130) from None
+    if report.timed_out:
+        console.print(f"\ntime limit ({timeout:g} s) reached before the budget was spent: the best "
+                      f"so far follows; resume with: optiforge campaign resume {cid}")
     console.print(f"\ncampaign id: [bold]{report.campaign_id}[/]  ({report.generated} programs generated)")
     if report.best_code is None and report.best_params is None:
         console.print("[red]no valid candidate found[/]")
@@ -256,10 +264,13 @@ def run(
                    '\'{"pool_size": 8}\' (evolution; --samples/--max-new-tokens override).'),
     name: str | None = typer.Option(None, help="A label for the campaign."),
     owner: str = typer.Option("local", help="Who sees the campaign on the dashboard (a token's owner)."),
+    timeout: float | None = typer.Option(None, help=TIMEOUT_HELP),
 ) -> None:
     from optiforge.agents.registry import get_agent
     from optiforge.platform.campaigns import create_campaign
 
+    if timeout is not None:
+        check.positive(timeout, "timeout")  # before anything is stored
     store = _store()
     agent_options = parse_json(options, "options") if options else {}
     if not isinstance(agent_options, dict):
@@ -273,12 +284,15 @@ def run(
     cid = create_campaign(store, task=task, agent=agent, budget=budget, llm=llm, seed=seed,
                           executor=executor, rl=rl, workers=workers, config=config, name=name,
                           owner=owner)
-    _run_with_progress(store, cid)
+    _run_with_progress(store, cid, timeout)
 
 
 @campaign_app.command("resume")
 @user_errors
-def resume(campaign_id: str = typer.Argument(..., help="Campaign id.")) -> None:
+def resume(campaign_id: str = typer.Argument(..., help="Campaign id."),
+           timeout: float | None = typer.Option(None, help=TIMEOUT_HELP)) -> None:
+    if timeout is not None:
+        check.positive(timeout, "timeout")
     store = _store()
     c = store.get_campaign(campaign_id)
     if c.agent in TRAINING_RUNS:
@@ -289,7 +303,7 @@ def resume(campaign_id: str = typer.Argument(..., help="Campaign id.")) -> None:
     from optiforge.platform.store.runners import check_free
 
     check_free(c.id, c.status, c.runner)  # before the model loads
-    _run_with_progress(store, campaign_id)
+    _run_with_progress(store, campaign_id, timeout)
 
 
 @campaign_app.command("list")

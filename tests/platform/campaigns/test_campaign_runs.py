@@ -2,13 +2,15 @@
 
 from __future__ import annotations
 
+import math
 from pathlib import Path
+from types import SimpleNamespace
 
 import pytest
 
 from optiforge.heuristics import get_task
 from optiforge.heuristics.inprocess import evaluate_in_process
-from optiforge.platform.campaigns import campaign_summary, create_campaign, run_campaign
+from optiforge.platform.campaigns import campaign_summary, create_campaign, run_campaign, runner
 from optiforge.platform.campaigns.summary import NOT_LLM_WRITTEN
 from optiforge.platform.store import Store
 from optiforge.platform.study import load_study
@@ -120,6 +122,53 @@ def test_hollm_campaign_is_a_study_and_resumes_exactly(home):
     summary = campaign_summary(store, cid)
     assert summary["evaluations"] == 12 and summary["best"][0]["value"] == report.best_train_score
     assert store.candidates(cid) == []  # one storage path for points: trials only
+
+
+def _time_up_after(n: int, monkeypatch):
+    """A progress callback that moves this run's clock past any deadline once ``n`` units of
+    budget are used (the runner's clock only: the sandbox's timeouts keep real time)."""
+
+    def progress(done: int, total: int, best: float | None) -> None:
+        if done >= n:
+            monkeypatch.setattr(runner, "time", SimpleNamespace(monotonic=lambda: math.inf))
+
+    return progress
+
+
+def test_timeout_ends_the_run_at_a_round_boundary_and_resume_spends_the_rest(home, replay_file,
+                                                                            monkeypatch):
+    store = Store()
+    cid = create_campaign(store, task="binpacking", budget=8, llm=f"replay:{replay_file}", seed=0,
+                          config={"agent_options": {"samples_per_prompt": 2}})
+    report = run_campaign(store, cid, _time_up_after(1, monkeypatch), timeout=3600)
+    generated = [c for c in store.candidates(cid) if c.operator not in NOT_LLM_WRITTEN]
+    # The round under way when time ran out (G = 2 programs) finished; no other round started.
+    assert len(generated) == 2
+    assert report.timed_out and report.generated == 2
+    assert report.best_train_score == min(c.score for c in store.candidates(cid) if c.valid)
+    assert report.best_test_score is not None  # the best so far is still re-scored on test
+    assert store.get_campaign(cid).status == "interrupted"  # budget left: resumable
+
+    monkeypatch.undo()
+    before = {(c.id, c.hash, c.score) for c in store.candidates(cid)}
+    report = run_campaign(store, cid, timeout=3600)
+    assert not report.timed_out and store.get_campaign(cid).status == "finished"
+    assert before <= {(c.id, c.hash, c.score) for c in store.candidates(cid)}
+    assert sum(c.operator not in NOT_LLM_WRITTEN for c in store.candidates(cid)) == 8
+
+
+def test_timeout_counts_from_the_call_and_must_be_positive(home):
+    store = Store()
+    cid = create_campaign(store, task="branin", agent="hollm", budget=12, seed=1,
+                          config={"agent_options": {"proposer": "sobol", "b": 4}})
+    for bad, error in [(0, ValueError), (-1.0, ValueError), (math.nan, ValueError), ("60", TypeError)]:
+        with pytest.raises(error, match="timeout"):
+            run_campaign(store, cid, timeout=bad)
+    assert store.get_campaign(cid).status == "created"  # a refused timeout runs nothing
+    # Time already up at the first check: the start is committed, then nothing more.
+    report = run_campaign(store, cid, timeout=1e-9)
+    assert report.timed_out and store.get_campaign(cid).status == "interrupted"
+    assert campaign_summary(store, cid)["evaluations"] < 12
 
 
 @pytest.mark.parametrize(("agent", "task", "budget", "options"), [

@@ -33,6 +33,8 @@ def _cli(*args: str, env=None, timeout=300) -> subprocess.CompletedProcess:
         (["campaign", "run", "--task", "binpacking", "--budget", "2", "--executor", "x"], "executor"),
         (["campaign", "run", "--task", "binpacking", "--budget", "2", "--lora", "dora"], "lora"),
         (["campaign", "run", "--task", "binpacking", "--budget", "2", "--rl", "none", "--lora", "bilora"], "lora"),
+        (["campaign", "run", "--task", "binpacking", "--budget", "2", "--timeout", "0"], "timeout"),
+        (["campaign", "resume", "doesnotexist", "--timeout", "-5"], "timeout"),
         (["campaign", "show", "doesnotexist"], "doesnotexist"),
         (["campaign", "run", "--task", "levy-10@shiftx", "--agent", "hollm", "--budget", "3"], "@shift"),
         (["tasks", "show", "levy-10@shift-1"], "instance number"),
@@ -199,6 +201,17 @@ def test_ctrl_c_marks_the_campaign_interrupted_and_says_how_to_resume(home, tmp_
     r = _cli("campaign", "resume", cid)
     assert r.returncode == 0, r.stdout + r.stderr
     assert _summary(cid)["status"] == "finished"
+
+
+def test_timeout_reports_the_best_so_far_and_how_to_resume(home, replay_file):
+    r = _cli("campaign", "run", "--task", "binpacking", "--budget", "8", "--llm",
+             f"replay:{replay_file}", "--timeout", "0.001")
+    assert r.returncode == 0, r.stdout + r.stderr
+    cid = _only_campaign(Store())
+    assert "time limit (0.001 s) reached before the budget was spent" in r.stdout
+    assert f"resume with: optiforge campaign resume {cid}" in r.stdout
+    assert "no discovery" in r.stdout  # the seeds are the best so far, and said to be
+    assert _summary(cid)["status"] == "interrupted"
 
 
 def test_tasks_lists_heuristic_and_blackbox_tasks(home):
