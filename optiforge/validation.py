@@ -24,6 +24,11 @@ MAX_NAME = 200
 MAX_ECHO = 80
 
 
+class UnknownTaskError(ValueError):
+    """No task of that name (heuristic or black-box); a known name with a bad part, such as a
+    black-box dimension or a ``@shift`` instance, raises a plain ``ValueError`` instead."""
+
+
 def shown(value: Any) -> str:
     """``repr(value)``, cut to :data:`MAX_ECHO` characters for error messages."""
     try:

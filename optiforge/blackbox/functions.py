@@ -32,6 +32,7 @@ from typing import Any
 import numpy as np
 
 from optiforge.blackbox.space import FloatParam, Space
+from optiforge.validation import UnknownTaskError
 
 
 @dataclass(frozen=True)
@@ -190,8 +191,10 @@ def get_blackbox_task(name: str) -> BlackboxTask:
 
     Raises
     ------
+    UnknownTaskError
+        A ``ValueError`` naming ``task``, when no task has that name.
     ValueError
-        Naming ``task`` when the name is unknown or the dimension is invalid.
+        Naming ``task`` when the dimension or the ``@shift`` instance is invalid.
     """
     if not isinstance(name, str):
         raise TypeError(f"task: expected a string, got {type(name).__name__}")
@@ -208,7 +211,7 @@ def get_blackbox_task(name: str) -> BlackboxTask:
         return BlackboxTask(key, _box_space(bounds), fn, opt, arg, desc)
     m = _NAME.match(key)
     if m is None or m.group("family") not in _FAMILIES:
-        raise ValueError(f"task: unknown black-box task {name!r}; known: {', '.join(blackbox_task_names())} "
+        raise UnknownTaskError(f"task: unknown black-box task {name!r}; known: {', '.join(blackbox_task_names())} "
                          "(families take any dimension, e.g. ackley-5)")
     fam = _FAMILIES[m.group("family")]
     d = int(m.group("dim")) if m.group("dim") else fam.default_dim

@@ -24,6 +24,7 @@ from typing import Any
 
 from optiforge.heuristics.base import HeuristicTask
 from optiforge.plugins import TASKS_GROUP, entry_point_refs, load_ref
+from optiforge.validation import UnknownTaskError
 
 BUILTIN_TASKS: dict[str, str] = {
     "binpacking": "optiforge.heuristics.binpacking.task:BinPackingTask",
@@ -75,9 +76,10 @@ def get_task(name: str) -> HeuristicTask:
 
     Raises
     ------
+    UnknownTaskError
+        A ``ValueError``: no task of that name exists (the message lists the known names).
     ValueError
-        If no task of that name exists (the message lists the known names), or its
-        plug-in reference cannot be loaded.
+        If its plug-in reference cannot be loaded.
     TypeError
         If what the name refers to does not build a :class:`HeuristicTask`.
     """
@@ -86,7 +88,7 @@ def get_task(name: str) -> HeuristicTask:
     sources = _sources()
     if not isinstance(name, str) or name not in sources:
         shown = name if not isinstance(name, str) or len(name) <= 64 else name[:64] + "..."
-        raise ValueError(f"task: unknown task {shown!r}; known tasks: {', '.join(sorted(sources))}")
+        raise UnknownTaskError(f"task: unknown task {shown!r}; known tasks: {', '.join(sorted(sources))}")
     source = sources[name]
     factory = load_ref(source, f"task {name!r}") if isinstance(source, str) else source
     task = factory()

@@ -9,6 +9,7 @@ import pytest
 from optiforge.heuristics import HeuristicTask, evaluate_in_process, get_task, task_names
 from optiforge.heuristics.binpacking import BinPackingTask
 from optiforge.heuristics.tsp import TSPTask
+from optiforge.validation import UnknownTaskError
 
 
 @pytest.mark.parametrize("name", ["binpacking", "tsp"])
@@ -32,5 +33,5 @@ def test_construction_is_cheap(cls) -> None:
 
 
 def test_unknown_task_is_a_value_error() -> None:
-    with pytest.raises(ValueError, match="task"):
+    with pytest.raises(UnknownTaskError, match="task"):  # a ValueError
         get_task("knapsack-42")

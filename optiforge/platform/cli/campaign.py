@@ -134,9 +134,7 @@ def tasks_show(name: str = typer.Argument(..., help="Task name (see `optiforge t
     else:
         try:
             b = get_blackbox_task(name)
-        except ValueError as exc:
-            if "@shift" in name.lower():  # a known task, a bad instance: say what is wrong with it
-                raise fail(str(exc)) from None
+        except check.UnknownTaskError:  # anything else names what is wrong with a known task
             raise fail(f"task: unknown task {name!r}; `optiforge tasks` lists them") from None
         info = {"name": b.name, "kind": "blackbox", "description": b.description,
                 "dimension": b.dim, "optimum": b.optimum}

@@ -38,6 +38,7 @@ def _cli(*args: str, env=None, timeout=300) -> subprocess.CompletedProcess:
         (["campaign", "show", "doesnotexist"], "doesnotexist"),
         (["campaign", "run", "--task", "levy-10@shiftx", "--agent", "hollm", "--budget", "3"], "@shift"),
         (["tasks", "show", "levy-10@shift-1"], "instance number"),
+        (["tasks", "show", "ackley-1"], "dimension of 'ackley-1' must be between 2 and 1000"),
         (["evaluate", "--task", "binpacking", "--program", "/no/such/file.py"], "program"),
         (["evaluate", "--task", "binpacking", "--program", __file__, "--split", "xx"], "split"),
     ],
