@@ -7,12 +7,21 @@ import io
 import json
 import sys
 from pathlib import Path
+from typing import Any
 
 import typer
 from rich.console import Console
-from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
+from rich.progress import (
+    BarColumn,
+    MofNCompleteColumn,
+    Progress,
+    ProgressColumn,
+    TextColumn,
+    TimeElapsedColumn,
+)
 from rich.syntax import Syntax
 from rich.table import Table
+from rich.text import Text
 
 from optiforge import validation as check
 from optiforge.platform.campaigns.summary import TRAINING_RUNS, campaign_summary
@@ -191,16 +200,32 @@ TIMEOUT_HELP = ("Seconds of wall clock for this run: no round starts after it (t
                 "way finishes), the best so far is reported and the campaign stays resumable.")
 
 
+class _TimeLeftColumn(ProgressColumn):
+    """Wall-clock time left before ``--timeout`` (the bar's clock starts with the run's)."""
+
+    def __init__(self, seconds: float) -> None:
+        super().__init__()
+        self.seconds = seconds
+
+    def render(self, task: Any) -> Text:
+        left = int(max(0.0, self.seconds - (task.elapsed or 0.0)))
+        return Text(f"{left // 60}:{left % 60:02d} left", style="progress.remaining")
+
+
 def _run_with_progress(store, cid: str, timeout: float | None = None) -> None:
+    from optiforge.agents.registry import get_agent
     from optiforge.platform.campaigns import run_campaign
 
     campaign = store.get_campaign(cid)
+    programs = get_agent(campaign.agent).kind == "program"
     console.print(f"campaign [bold]{cid}[/]  task={campaign.task}  agent={campaign.agent}  "
                   f"llm={campaign.llm}  budget={campaign.budget}  executor={campaign.executor}")
     columns = (TextColumn("[bold]{task.description}"), BarColumn(), MofNCompleteColumn(),
                TextColumn("best {task.fields[best]}"), TimeElapsedColumn())
+    if timeout is not None:  # with a time limit the budget bar can sit near empty: show the clock
+        columns = (*columns, _TimeLeftColumn(timeout))
     with Progress(*columns, console=console, transient=False) as bar:
-        handle = bar.add_task("generating", total=campaign.budget, best="-")
+        handle = bar.add_task("generating" if programs else "evaluating", total=campaign.budget, best="-")
 
         def progress(done: int, total: int, best: float | None) -> None:
             bar.update(handle, completed=min(done, total), best=_fmt(best))
@@ -213,7 +238,8 @@ def _run_with_progress(store, cid: str, timeout: float | None = None) -> None:
     if report.timed_out:
         console.print(f"\ntime limit ({timeout:g} s) reached before the budget was spent: the best "
                       f"so far follows; resume with: optiforge campaign resume {cid}")
-    console.print(f"\ncampaign id: [bold]{report.campaign_id}[/]  ({report.generated} programs generated)")
+    unit = "programs generated" if programs else "evaluations"
+    console.print(f"\ncampaign id: [bold]{report.campaign_id}[/]  ({report.generated} {unit})")
     if report.best_code is None and report.best_params is None:
         console.print("[red]no valid candidate found[/]")
         return

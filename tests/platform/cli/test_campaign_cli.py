@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import signal
 import subprocess
 import sys
@@ -212,6 +213,7 @@ def test_timeout_reports_the_best_so_far_and_how_to_resume(home, replay_file):
     assert "time limit (0.001 s) reached before the budget was spent" in r.stdout
     assert f"resume with: optiforge campaign resume {cid}" in r.stdout
     assert "no discovery" in r.stdout  # the seeds are the best so far, and said to be
+    assert re.search(r"\b0:00 left\b", r.stdout)  # the progress bar's clock, run down
     assert _summary(cid)["status"] == "interrupted"
 
 
@@ -260,6 +262,7 @@ def test_hollm_options_are_applied(home, tmp_path):
     cid = _only_campaign(Store())
     shown = _summary(cid)
     assert shown["config"]["agent_options"] == options and shown["evaluations"] == 7
+    assert f"campaign id: {cid}  (7 evaluations)" in r.stdout  # a study counts evaluations
     study = _cli("study", "show", shown["study_id"])  # JSON output
     assert study.returncode == 0, study.stderr
     assert {k: json.loads(study.stdout)["study"]["agent_options"][k] for k in options} == options
