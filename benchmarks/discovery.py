@@ -289,7 +289,8 @@ def campaigns(args: argparse.Namespace) -> None:
                        "best_test": rep.best_test_score, "baseline_test": rep.baseline_test_score,
                        "discovered": rep.discovered, "candidates_by_operator": ops,
                        "llm_written": rep.generated, "llm_valid": len(llm_valid),
-                       "timed_out": rep.timed_out, "best_code": rep.best_code}
+                       "timed_out": rep.timed_out, "test_by_dataset": rep.test_by_dataset,
+                       "best_code": rep.best_code}
             out.update(arm=arm, seed=seed, wall_s=time.perf_counter() - t0)
             results.append(out)
             console.print(f"{arm} seed {seed}: best {out['best_operator']} test {out.get('best_test')} "

@@ -5,13 +5,14 @@ constructive ``select_next_node``); plug-ins add more through the ``optiforge.ta
 point (see :mod:`optiforge.heuristics.registry`). Importing this package loads no domain.
 """
 
-from optiforge.heuristics.base import SPLITS, HeuristicTask
+from optiforge.heuristics.base import SPLITS, HeuristicTask, NamedDatasetSplits
 from optiforge.heuristics.inprocess import evaluate_in_process, load_trusted_function
 from optiforge.heuristics.registry import get_task, register_task, task_names
 
 __all__ = [
     "SPLITS",
     "HeuristicTask",
+    "NamedDatasetSplits",
     "evaluate_in_process",
     "get_task",
     "load_trusted_function",

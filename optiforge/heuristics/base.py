@@ -54,12 +54,15 @@ class HeuristicTask(Protocol):
 class NamedDatasetSplits:
     """Mixin for tasks whose splits are fixed groups of named datasets.
 
-    Subclasses set ``split_table`` (split -> dataset names) and ``all_datasets`` (a callable
-    returning every dataset name); any single dataset name is also accepted as a split.
+    Subclasses set ``split_table`` (split -> dataset names), ``all_datasets`` (a callable
+    returning every dataset name) and ``dataset_metric`` (the per-dataset metric, stored as
+    ``"<dataset>/<dataset_metric>"``, whose mean over a split's datasets is the score); any
+    single dataset name is also accepted as a split.
     """
 
     split_table: dict[str, tuple[str, ...]]
     all_datasets: Callable[[], list[str]]
+    dataset_metric: str
 
     def datasets(self) -> list[str]:
         """Names of every dataset (usable as ``split`` too)."""
@@ -82,3 +85,9 @@ class NamedDatasetSplits:
             f"split: unknown split {split!r}; use one of {', '.join(SPLITS)} or a dataset name "
             f"({', '.join(names)})"
         )
+
+    def score_by_dataset(self, split: str, metrics: dict[str, float]) -> dict[str, float]:
+        """The score of each of ``split``'s datasets, read from an evaluation's ``metrics``
+        (the datasets whose metric is missing are left out)."""
+        found = ((name, metrics.get(f"{name}/{self.dataset_metric}")) for name in self.split_datasets(split))
+        return {name: float(v) for name, v in found if v is not None}

@@ -75,6 +75,7 @@ class BinPackingTask(NamedDatasetSplits):
     imports = IMPORTS
     split_table = SPLIT_DATASETS
     all_datasets = staticmethod(dataset_names)
+    dataset_metric = "excess_pct"
     baseline = "best_fit"
     # The graft operator's building blocks (optiforge.agents.evolution.graft): the space an
     # item would leave, the same as a fraction of the capacity (an empty bin is always among

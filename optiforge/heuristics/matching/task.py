@@ -146,6 +146,7 @@ class MatchingTask(NamedDatasetSplits):
     imports = IMPORTS
     split_table = SPLIT_DATASETS
     all_datasets = staticmethod(dataset_names)
+    dataset_metric = "gap_pct"
     baseline = "greedy"
 
     def __init__(self) -> None:

@@ -94,6 +94,7 @@ class TSPTask(NamedDatasetSplits):
     imports = IMPORTS
     split_table = SPLIT_DATASETS
     all_datasets = staticmethod(dataset_names)
+    dataset_metric = "gap_pct"
     baseline = "nearest_neighbor"
     # The graft operator's building blocks (optiforge.agents.evolution.graft), added to the
     # distances an argmin picks from: how far each candidate is, how far it is from the

@@ -29,7 +29,7 @@ from typing import Any
 
 from optiforge.agents.evolution import Program, Proposal, TuneRequest
 from optiforge.agents.protocols import PolicyLearner, ProgramEvaluator, TrainableLLM
-from optiforge.heuristics import HeuristicTask
+from optiforge.heuristics import HeuristicTask, NamedDatasetSplits
 from optiforge.platform.campaigns.report import CampaignReport
 from optiforge.platform.campaigns.summary import campaign_progress
 from optiforge.platform.campaigns.tune import TuneResult, tune_constants
@@ -265,4 +265,9 @@ class ProgramCampaign:
             report.best_test_score = known[b.hash].score
         if base_key in known:
             report.baseline_test_score = known[base_key].score
+        if isinstance(self.task, NamedDatasetSplits) and b.hash in known and base_key in known:
+            best, base = (self.task.score_by_dataset(self.test_split, known[h].metrics or {})
+                          for h in (b.hash, base_key))
+            report.test_by_dataset = {name: {"best": best[name], "baseline": base[name]}
+                                      for name in best if name in base}
         return report

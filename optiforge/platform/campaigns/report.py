@@ -66,6 +66,9 @@ class CampaignReport:
     """How the best program came to be (``"seed"`` when no generated program beat the seeds)."""
     timed_out: bool = False
     """The run's timeout ended it before the budget was spent (the campaign is resumable)."""
+    test_by_dataset: dict[str, dict[str, float]] = field(default_factory=dict)
+    """Per dataset of the held-out split, ``{"best": score, "baseline": score}`` (tasks whose
+    splits are named datasets): the aggregate can hide a loss on one distribution."""
 
     @property
     def gap_vs_baseline(self) -> float | None:

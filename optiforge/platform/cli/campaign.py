@@ -258,8 +258,21 @@ def _run_with_progress(store, cid: str, timeout: float | None = None) -> None:
         f"{_fmt(report.baseline_test_score)}  |  gap vs baseline: {_fmt(report.gap_vs_baseline)} "
         "points (negative = better than the baseline)"
     )
+    if len(report.test_by_dataset) > 1:
+        console.print(_by_dataset_table(report))
     colour = "green" if report.discovered else "yellow"
     console.print(f"[bold {colour}]{report.verdict()}[/]")
+
+
+def _by_dataset_table(report: Any) -> Table:
+    """The held-out score per dataset, best against the baseline: the mean can hide a loss."""
+    table = Table("dataset", "best", report.baseline or "baseline", "difference",
+                  title=f"{report.test_split} split by dataset (lower is better)", title_justify="left")
+    for name, v in report.test_by_dataset.items():
+        diff = v["best"] - v["baseline"]
+        table.add_row(name, _fmt(v["best"]), _fmt(v["baseline"]),
+                      Text(f"{diff:+.3f}", style="green" if diff < 0 else "red" if diff > 0 else ""))
+    return table
 
 
 @campaign_app.command("run")

@@ -6,6 +6,7 @@ import math
 from pathlib import Path
 from types import SimpleNamespace
 
+import numpy as np
 import pytest
 
 from optiforge.heuristics import get_task
@@ -44,6 +45,12 @@ def test_campaign_runs_to_budget_and_stores_everything(home, replay_file):
     assert report.best_test_score is not None
     assert report.best_train_score == min(c.score for c in cands if c.valid)
     assert report.gap_vs_baseline == pytest.approx(report.best_test_score - base.score)
+    # the score per held-out dataset, whose mean is the split's score
+    by_dataset = report.test_by_dataset
+    assert list(by_dataset) == list(task.split_datasets("test")) and len(by_dataset) > 1
+    assert np.mean([v["best"] for v in by_dataset.values()]) == pytest.approx(report.best_test_score)
+    assert all(v["baseline"] == pytest.approx(base.metrics[f"{name}/excess_pct"])
+               for name, v in by_dataset.items())
 
 
 def test_bad_campaign_settings_name_the_argument(home, replay_file):

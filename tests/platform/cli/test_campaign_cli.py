@@ -214,6 +214,8 @@ def test_timeout_reports_the_best_so_far_and_how_to_resume(home, replay_file):
     assert f"resume with: optiforge campaign resume {cid}" in r.stdout
     assert "no discovery" in r.stdout  # the seeds are the best so far, and said to be
     assert re.search(r"\b0:00 left\b", r.stdout)  # the progress bar's clock, run down
+    text = " ".join(r.stdout.split())
+    assert "test split by dataset" in text and "weibull_5k" in text and "or4" in text
     assert _summary(cid)["status"] == "interrupted"
 
 
