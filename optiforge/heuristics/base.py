@@ -88,6 +88,10 @@ class NamedDatasetSplits:
 
     def score_by_dataset(self, split: str, metrics: dict[str, float]) -> dict[str, float]:
         """The score of each of ``split``'s datasets, read from an evaluation's ``metrics``
-        (the datasets whose metric is missing are left out)."""
-        found = ((name, metrics.get(f"{name}/{self.dataset_metric}")) for name in self.split_datasets(split))
+        (the datasets whose metric is missing are left out; none for a task, such as an older
+        plug-in, that names no ``dataset_metric``)."""
+        metric = getattr(self, "dataset_metric", None)
+        if metric is None:
+            return {}
+        found = ((name, metrics.get(f"{name}/{metric}")) for name in self.split_datasets(split))
         return {name: float(v) for name, v in found if v is not None}

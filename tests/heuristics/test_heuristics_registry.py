@@ -35,3 +35,18 @@ def test_construction_is_cheap(cls) -> None:
 def test_unknown_task_is_a_value_error() -> None:
     with pytest.raises(UnknownTaskError, match="task"):  # a ValueError
         get_task("knapsack-42")
+
+
+def test_score_by_dataset_reads_the_tasks_metric_and_tolerates_tasks_without_one() -> None:
+    from optiforge.heuristics import NamedDatasetSplits
+
+    class OlderPlugin(NamedDatasetSplits):  # written before dataset_metric existed
+        split_table = {"test": ("a", "b")}
+        all_datasets = staticmethod(lambda: ["a", "b"])
+
+    assert OlderPlugin().score_by_dataset("test", {"a/gap_pct": 1.0}) == {}
+    tsp = get_task("tsp")
+    metrics = {"tsp20/gap_pct": 3.0, "tsp20/avg_length": 9.9, "tsp50/gap_pct": 4.0}
+    assert tsp.score_by_dataset("test", metrics) == {"tsp20": 3.0, "tsp50": 4.0}  # missing: left out
+    with pytest.raises(ValueError, match="split"):
+        tsp.score_by_dataset("nope", metrics)
