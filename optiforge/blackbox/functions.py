@@ -211,8 +211,8 @@ def get_blackbox_task(name: str) -> BlackboxTask:
         return BlackboxTask(key, _box_space(bounds), fn, opt, arg, desc)
     m = _NAME.match(key)
     if m is None or m.group("family") not in _FAMILIES:
-        raise UnknownTaskError(f"task: unknown black-box task {name!r}; known: {', '.join(blackbox_task_names())} "
-                         "(families take any dimension, e.g. ackley-5)")
+        raise UnknownTaskError(f"task: unknown black-box task {name!r}; known: "
+                               f"{', '.join(blackbox_task_names())} (families take any dimension, e.g. ackley-5)")
     fam = _FAMILIES[m.group("family")]
     d = int(m.group("dim")) if m.group("dim") else fam.default_dim
     if not 2 <= d <= 1000:
