@@ -280,11 +280,11 @@ def campaigns(args: argparse.Namespace) -> None:
                 cid = create_campaign(store, task=args.task, budget=args.budget, llm=llm,
                                       seed=seed, rl=rl, config={"agent_options": options})
                 rep = run_campaign(store, cid, timeout=args.timeout)
+                stored = store.candidates(cid)
                 ops: dict[str, int] = {}
-                for c in store.candidates(cid):
+                for c in stored:
                     ops[c.operator] = ops.get(c.operator, 0) + 1
-                llm_valid = [c for c in store.candidates(cid)
-                             if c.operator not in NOT_LLM_WRITTEN and c.valid]
+                llm_valid = [c for c in stored if c.operator not in NOT_LLM_WRITTEN and c.valid]
                 out = {"best_operator": rep.best_operator, "best_train": rep.best_train_score,
                        "best_test": rep.best_test_score, "baseline_test": rep.baseline_test_score,
                        "discovered": rep.discovered, "candidates_by_operator": ops,
