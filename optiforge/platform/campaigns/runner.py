@@ -140,7 +140,7 @@ def create_campaign(
         Naming the offending argument (unknown task/agent/executor, budget <= 0, bad LLM
         spec, bad agent options); nothing is stored then.
     """
-    from optiforge.platform.llm import parse_spec, trains_in_process
+    from optiforge.platform.llm import check_local_files, parse_spec, trains_in_process
 
     info = get_agent(agent)
     check.choice(executor, "executor", EXECUTORS)
@@ -173,6 +173,7 @@ def create_campaign(
         llm = llm or "none"
     if llm != "none":
         spec = parse_spec(llm)  # ValueError naming `llm`
+        check_local_files(spec)
         if rl == "auto":
             # CALM's co-evolution is the default wherever the model trains in process.
             rl = "grpo" if info.kind == "program" and trains_in_process(spec) else "none"

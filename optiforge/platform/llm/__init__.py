@@ -22,6 +22,7 @@ from optiforge.platform.llm.replay import RecordingLLM, ReplayLLM
 from optiforge.platform.llm.spec import (
     SPEC_FORMS,
     LLMSpec,
+    check_local_files,
     clear_cache,
     describe,
     from_spec,
@@ -38,7 +39,8 @@ if TYPE_CHECKING:
 __all__ = [
     "SPEC_FORMS", "LLMSpec", "LLMRequestError", "LlamaCppLLM", "LLMServerError", "OpenAILLM", "RecordingLLM",
     "ReplayLLM", "TransformersLLM", "VLLMLLM", "bundled_checkpoint_dir", "bundled_gguf_path",
-    "clear_cache", "describe", "from_spec", "model_cache_dir", "parse_spec", "trains_in_process",
+    "check_local_files", "clear_cache", "describe", "from_spec", "model_cache_dir", "parse_spec",
+    "trains_in_process",
 ]
 
 _LAZY = {

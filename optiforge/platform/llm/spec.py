@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import threading
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Any
 from urllib.parse import parse_qsl
 
@@ -208,6 +209,24 @@ def _build(parsed: LLMSpec, options: dict[str, Any]) -> LLM:
     if options:
         raise TypeError(f"llm: replay specs take no options, got {sorted(options)}")
     return ReplayLLM(parsed.target)
+
+
+def check_local_files(spec: LLMSpec) -> None:
+    """``ValueError`` naming ``llm`` when a spec names a local file that cannot serve: a replay
+    file that is missing or holds no responses, or a ``llamacpp:`` path with no file. Nothing is
+    loaded (a replay file is read, a GGUF file only looked for), so a campaign checks this when
+    it is created instead of failing when it runs. Other kinds name nothing local to check."""
+    if spec.kind == "replay":
+        from optiforge.platform.llm.replay import ReplayLLM
+
+        try:
+            ReplayLLM(spec.target)
+        except (FileNotFoundError, ValueError) as exc:
+            # ReplayLLM names its own argument, `path`; here the argument is the spec.
+            raise ValueError(f"llm: {str(exc).removeprefix('path: ')}") from None
+    elif spec.kind == "llamacpp" and spec.target not in BUNDLED_MODELS:
+        if not Path(spec.target).expanduser().is_file():
+            raise ValueError(f"llm: no GGUF file at {spec.target!r}")
 
 
 def trains_in_process(spec: LLMSpec) -> bool:

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import contextlib
+import logging
 import os
 import threading
 from collections.abc import Sequence
@@ -17,6 +18,19 @@ from optiforge.types import Completion
 
 QUANTIZATIONS = ("int4", "int8", "none")
 _DTYPES = ("auto", "float32", "bfloat16", "float16")
+
+
+class _NoHubKernelWarning(logging.Filter):
+    """Drops bitsandbytes' warning, on CPUs with AVX512-BF16, that it could not fetch an NF4
+    matmul kernel from the Hugging Face Hub (it needs the Hub and a trust allow-list entry).
+    bitsandbytes then uses its own CPU kernel, the one every NF4 figure in docs/benchmarks was
+    measured with; the warning printed on every model load and told the user nothing to do."""
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        return not record.getMessage().startswith("Failed to load CPU gemm_4bit_forward")
+
+
+logging.getLogger("bitsandbytes.backends.cpu.ops").addFilter(_NoHubKernelWarning())
 
 
 class TransformersLLM:

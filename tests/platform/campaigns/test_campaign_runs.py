@@ -56,6 +56,8 @@ def test_campaign_runs_to_budget_and_stores_everything(home, replay_file):
 def test_bad_campaign_settings_name_the_argument(home, replay_file):
     store = Store()
     spec = f"replay:{replay_file}"
+    empty = replay_file.with_name("empty.jsonl")
+    empty.write_text("\n")
     for kwargs, word in [
         ({"task": "nope", "budget": 3, "llm": spec}, "task"),
         ({"task": "binpacking", "budget": 0, "llm": spec}, "budget"),
@@ -71,6 +73,12 @@ def test_bad_campaign_settings_name_the_argument(home, replay_file):
           "config": {"agent_options": {"m": 3}}}, "agent_options"),
         ({"task": "binpacking", "agent": "hollm", "budget": 3}, "task"),
         ({"task": "branin", "agent": "evolution", "budget": 3, "llm": spec}, "task"),
+        # Local files the LLM spec names are looked at now, not when the campaign runs.
+        ({"task": "binpacking", "budget": 3, "llm": f"replay:{empty}"}, "llm: replay file .* holds no responses"),
+        ({"task": "binpacking", "budget": 3, "llm": f"replay:{home}/none.jsonl"}, "llm: no replay file"),
+        ({"task": "binpacking", "budget": 3, "llm": "replay:/dev/null"}, "llm: no replay file"),
+        ({"task": "binpacking", "budget": 3, "llm": f"llamacpp:{home}/none.gguf"}, "llm: no GGUF file"),
+        ({"task": "branin", "agent": "hollm", "budget": 3, "llm": "replay:/dev/null"}, "llm"),
     ]:
         with pytest.raises(ValueError, match=word):
             create_campaign(store, **kwargs)

@@ -237,10 +237,10 @@ def test_pages_answer_through_the_api_guard(site: Site) -> None:
     assert js.status_code == 200 and len(js.content) > 1_000_000  # the package's own copy
 
 
-def test_rl_reward_and_kl_by_adapter_version(browser, site: Site, tmp_path) -> None:
+def test_rl_reward_and_kl_by_adapter_version(browser, site: Site, tmp_path, replay_file) -> None:
     """Adapter versions stored as an RL campaign stores them (the learner's step statistics)."""
     store = Store(site.server.db, artifacts_root=tmp_path / "artifacts")
-    cid = create_campaign(store, task="binpacking", budget=4, llm="replay:/dev/null", owner="alice",
+    cid = create_campaign(store, task="binpacking", budget=4, llm=f"replay:{replay_file}", owner="alice",
                           name="with adapters")
     stats = [{"mean_reward": 0.25, "kl": 0.001, "loss": 0.5}, {"mean_reward": 0.5, "kl": 0.004, "loss": 0.25}]
     for version, meta in enumerate(stats, start=1):

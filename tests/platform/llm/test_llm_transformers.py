@@ -136,3 +136,17 @@ def test_constructor_rejects_bad_arguments():
         TransformersLLM("smollm2", dtype="float64")
     with pytest.raises(FileNotFoundError, match="^model:"):
         TransformersLLM("./no/such/checkpoint")
+
+
+def test_no_warning_about_a_hub_kernel_on_load(caplog):
+    """bitsandbytes warns on every NF4 load (CPUs with AVX512-BF16, this machine's) that a Hub
+    kernel could not be fetched; the backend drops that one message and no other."""
+    import logging
+
+    import optiforge.platform.llm.transformers_backend  # noqa: F401  (installs the filter)
+
+    bnb_logger = logging.getLogger("bitsandbytes.backends.cpu.ops")
+    with caplog.at_level(logging.WARNING):
+        bnb_logger.warning("Failed to load CPU gemm_4bit_forward from kernels-community: %s", "untrusted")
+        bnb_logger.warning("some other warning")
+    assert [r.getMessage() for r in caplog.records] == ["some other warning"]
