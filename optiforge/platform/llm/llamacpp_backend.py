@@ -26,6 +26,22 @@ from optiforge.types import Completion
 FEATURE = "the llama.cpp engine (llamacpp:...)"
 
 
+def gguf_file(model: str) -> Path:
+    """The GGUF file ``model`` names: a bundled model's, or the path given.
+
+    Raises
+    ------
+    FileNotFoundError
+        Naming ``model``, when a path has no file.
+    """
+    if model in BUNDLED_MODELS:
+        return bundled_gguf_path(model)
+    path = Path(model).expanduser()
+    if not path.is_file():
+        raise FileNotFoundError(f"model: no GGUF file at {model!r}")
+    return path
+
+
 def default_threads() -> int:
     """Threads llama.cpp may use: ``OMP_NUM_THREADS`` if set (the process's thread budget), else the CPUs."""
     env = os.environ.get("OMP_NUM_THREADS", "")
@@ -106,14 +122,9 @@ class LlamaCppLLM:
         # llama.cpp logs every graph build at debug level to stderr unless told otherwise.
         _logger.set_verbose(False)
 
-        if model in BUNDLED_MODELS:
-            path = bundled_gguf_path(model)
-            if train_model is None and BUNDLED_MODELS[model].trainable:
-                train_model = model
-        else:
-            path = Path(model).expanduser()
-            if not path.is_file():
-                raise FileNotFoundError(f"model: no GGUF file at {model!r}")
+        path = gguf_file(model)
+        if train_model is None and model in BUNDLED_MODELS and BUNDLED_MODELS[model].trainable:
+            train_model = model
         self.name = model
         self.path = path
         self.max_batch_size = max_batch_size

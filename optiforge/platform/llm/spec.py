@@ -16,7 +16,6 @@ from __future__ import annotations
 
 import threading
 from dataclasses import dataclass, field
-from pathlib import Path
 from typing import Any
 from urllib.parse import parse_qsl
 
@@ -216,17 +215,17 @@ def check_local_files(spec: LLMSpec) -> None:
     file that is missing or holds no responses, or a ``llamacpp:`` path with no file. Nothing is
     loaded (a replay file is read, a GGUF file only looked for), so a campaign checks this when
     it is created instead of failing when it runs. Other kinds name nothing local to check."""
-    if spec.kind == "replay":
-        from optiforge.platform.llm.replay import ReplayLLM
+    from optiforge.platform.llm.llamacpp_backend import gguf_file
+    from optiforge.platform.llm.replay import ReplayLLM
 
-        try:
+    try:
+        if spec.kind == "replay":
             ReplayLLM(spec.target)
-        except (FileNotFoundError, ValueError) as exc:
-            # ReplayLLM names its own argument, `path`; here the argument is the spec.
-            raise ValueError(f"llm: {str(exc).removeprefix('path: ')}") from None
-    elif spec.kind == "llamacpp" and spec.target not in BUNDLED_MODELS:
-        if not Path(spec.target).expanduser().is_file():
-            raise ValueError(f"llm: no GGUF file at {spec.target!r}")
+        elif spec.kind == "llamacpp" and spec.target not in BUNDLED_MODELS:
+            gguf_file(spec.target)  # the backend's own lookup (bundled: gemma3 is assembled on first use)
+    except (FileNotFoundError, ValueError) as exc:
+        # The backends name their own argument (`path`, `model`); here the argument is the spec.
+        raise ValueError(f"llm: {str(exc).partition(': ')[2]}") from None
 
 
 def trains_in_process(spec: LLMSpec) -> bool:
