@@ -6,7 +6,7 @@ import contextlib
 import logging
 import os
 import threading
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -31,6 +31,22 @@ class _NoHubKernelWarning(logging.Filter):
 
 
 logging.getLogger("bitsandbytes.backends.cpu.ops").addFilter(_NoHubKernelWarning())
+
+
+@contextlib.contextmanager
+def _no_transformers_progress_bar() -> Iterator[None]:
+    """Silences transformers' own "Loading weights" tqdm bar (one redraw per tensor, hundreds
+    of lines in a piped log) while a model loads, then restores the caller's setting: the
+    campaign shows its own rich progress, and a user who turned the bar on keeps it."""
+    from transformers.utils import logging as hf_logging
+
+    was_enabled = hf_logging.is_progress_bar_enabled()
+    hf_logging.disable_progress_bar()
+    try:
+        yield
+    finally:
+        if was_enabled:
+            hf_logging.enable_progress_bar()
 
 
 class TransformersLLM:
@@ -161,7 +177,8 @@ class TransformersLLM:
             kwargs["quantization_config"] = BitsAndBytesConfig(load_in_8bit=True)
         if self.device.type == "cuda":
             kwargs["device_map"] = {"": self.device.index or 0}
-        model = AutoModelForCausalLM.from_pretrained(source, **kwargs)
+        with _no_transformers_progress_bar():
+            model = AutoModelForCausalLM.from_pretrained(source, **kwargs)
         if self.device.type == "cpu" and self.quantization == "none":
             model = model.to(torch.device("cpu"))
         return model

@@ -150,3 +150,16 @@ def test_no_warning_about_a_hub_kernel_on_load(caplog):
         bnb_logger.warning("Failed to load CPU gemm_4bit_forward from kernels-community: %s", "untrusted")
         bnb_logger.warning("some other warning")
     assert [r.getMessage() for r in caplog.records] == ["some other warning"]
+
+
+def test_loading_prints_no_transformers_progress_bar(capfd):
+    """transformers draws a "Loading weights" tqdm bar per load (hundreds of redraws in a piped
+    log); the backend silences it while it loads and gives the caller's setting back."""
+    from transformers.utils import logging as hf_logging
+
+    from optiforge.platform.llm import TransformersLLM
+
+    assert hf_logging.is_progress_bar_enabled()
+    TransformersLLM("smollm2")
+    assert "Loading weights" not in capfd.readouterr().err
+    assert hf_logging.is_progress_bar_enabled()
