@@ -159,7 +159,12 @@ def test_loading_prints_no_transformers_progress_bar(capfd):
 
     from optiforge.platform.llm import TransformersLLM
 
-    assert hf_logging.is_progress_bar_enabled()
-    TransformersLLM("smollm2")
-    assert "Loading weights" not in capfd.readouterr().err
-    assert hf_logging.is_progress_bar_enabled()
+    was_enabled = hf_logging.is_progress_bar_enabled()
+    hf_logging.enable_progress_bar()  # the caller's setting (an HF_HUB_DISABLE_PROGRESS_BARS run has it off)
+    try:
+        TransformersLLM("smollm2")
+        assert "Loading weights" not in capfd.readouterr().err
+        assert hf_logging.is_progress_bar_enabled()
+    finally:
+        if not was_enabled:
+            hf_logging.disable_progress_bar()
