@@ -39,6 +39,7 @@ import numpy as np  # noqa: E402
 from optiforge.agents.hollm import HOLLMAgent  # noqa: E402
 from optiforge.blackbox import get_blackbox_task  # noqa: E402
 
+DEFAULT_PLOT = "docs/img/hollm_convergence.png"
 FUNCTIONS = ["ackley-20", "levy-10", "rastrigin-10", "rosenbrock-8", "hartmann-6"]
 LLM_ARMS = {"hollm-llm": "gp", "hollm-llm-free": "gp", "hollm-llm-llm": "llm"}
 """HOLLM with the LLM proposer, by predictor."""
@@ -199,7 +200,10 @@ def main() -> None:
     ap.add_argument("--methods", default=",".join(METHODS))
     ap.add_argument("--functions", default=",".join(FUNCTIONS))
     ap.add_argument("--out", default="docs/benchmarks/hollm_quality.json")
-    ap.add_argument("--plot", default="docs/img/hollm_convergence.png")
+    ap.add_argument(
+        "--plot",
+        help=f"convergence plot to write (default {DEFAULT_PLOT}; --report-only alone writes none)",
+    )
     ap.add_argument(
         "--first-seed", type=int, default=0, help="seeds first-seed .. first-seed + seeds - 1"
     )
@@ -286,7 +290,10 @@ def main() -> None:
                 out.write_text(json.dumps(results))
     report(results)
     report_llm(results)
-    plot(results, Path(args.plot))
+    # A look at the tables (--report-only without --merge) leaves the recorded plot alone.
+    plot_path = args.plot or (None if args.report_only and not args.merge else DEFAULT_PLOT)
+    if plot_path:
+        plot(results, Path(plot_path))
 
 
 def report(results: dict) -> None:
