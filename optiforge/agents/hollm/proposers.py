@@ -340,7 +340,10 @@ class LLMProposer:
     With the 135M bundled model, free-form answers gave 2.9 % of the requested points
     (docs/benchmarks/hollm.md). Under the constraint the model still picks every digit, but
     a point can no longer fail to parse or fall outside its region. Duplicates are still
-    possible and still rejected.
+    possible and still rejected. One known bias of the 135M model under the constraint: where
+    a region reaches 1 in the first coordinate, it wrote ``1.000`` there in 85 % of its points
+    (23 % for the other coordinates), likely a list-numbering "1." that the format lets
+    through (docs/benchmarks/hollm.md, the Ackley-20 section).
     """
 
     name = "llm"
