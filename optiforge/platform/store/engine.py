@@ -15,6 +15,8 @@ processes opening a fresh database at once apply them exactly once.
 from __future__ import annotations
 
 import os
+import sqlite3
+import time
 from functools import lru_cache
 from pathlib import Path
 from typing import Any
@@ -90,7 +92,7 @@ def _sqlite_engine(url: Any) -> Engine:
         dbapi_conn.isolation_level = None
         cur = dbapi_conn.cursor()
         if not memory:
-            cur.execute("PRAGMA journal_mode=WAL")
+            _enable_wal(cur)
         cur.execute("PRAGMA foreign_keys=ON")
         cur.execute(f"PRAGMA busy_timeout={BUSY_TIMEOUT_MS}")
         cur.execute(f"PRAGMA synchronous={synchronous}")
@@ -102,6 +104,27 @@ def _sqlite_engine(url: Any) -> Engine:
         conn.exec_driver_sql(f"BEGIN {mode}")
 
     return engine
+
+
+def _enable_wal(cur: Any) -> None:
+    """Switch the database to WAL, waiting out other processes that are switching it too.
+
+    Changing the journal mode needs an exclusive lock, and SQLite answers "database is locked"
+    at once, without its busy handler, while another connection holds any lock (as it does
+    when several processes open a fresh database together). So retry here, with backoff, for
+    as long as the busy timeout would have waited.
+    """
+    deadline = time.monotonic() + BUSY_TIMEOUT_MS / 1000
+    delay = 0.001
+    while True:
+        try:
+            cur.execute("PRAGMA journal_mode=WAL")
+            return
+        except sqlite3.OperationalError as exc:
+            if "locked" not in str(exc) or time.monotonic() >= deadline:
+                raise
+        time.sleep(delay)
+        delay = min(2 * delay, 0.05)
 
 
 def _private_database_file(path: Path) -> None:
