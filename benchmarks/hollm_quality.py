@@ -226,13 +226,14 @@ def main() -> None:
     )
     ap.add_argument(
         "--replies-report",
+        nargs="+",
         metavar="JSONL",
-        help="read a --replies file (or its .gz): where the model put its points, and what it "
+        help="read --replies files (or their .gz): where the model put its points, and what it "
         "copied; run nothing",
     )
     args = ap.parse_args()
     if args.replies_report:
-        report_replies(Path(args.replies_report))
+        report_replies([Path(p) for p in args.replies_report])
         return
     try:
         llm_options = json.loads(args.llm_options)
@@ -353,23 +354,36 @@ def _answer_points(text: str, d: int) -> list[list[float]]:
     return rows
 
 
-def report_replies(path: Path, decimals: int = 3) -> None:
+def report_replies(paths: list[Path], decimals: int = 3) -> None:
     """Where the proposer's answers put their points, against uniform points in the same boxes.
 
-    From each logged prompt: the region box (its "Allowed ranges") and the evaluated points;
-    from each answer: its lines of ``d`` coordinates. Per (method, function): the points'
+    Reads one or more ``--replies`` logs (``.jsonl`` or ``.jsonl.gz``). From each logged
+    prompt: the region box (its "Allowed ranges") and the evaluated points; from each answer:
+    its lines of ``d`` coordinates. Per (method, function): the points'
     relative position ``t = (x - lo) / (hi - lo)`` in the box (mean, and the share on an edge),
     the share of coordinates that repeat a value of the same column among the evaluated points
     ("copied"), the share within ``NEAR`` of the function's minimiser (unit coordinates, where
     it is known), whole evaluated points repeated, and points repeated within one answer. The
     "uniform" row is the same statistics for uniform points in the same boxes, rounded to
     ``decimals``: what an answer with no preference would show.
+
+    A second table, pooled over every row read, counts coordinates at their box's upper edge:
+    the first coordinate against the other coordinates of the same points whose side is like
+    x1's, apart for points whose x1 side reaches 1 and those where it ends below 1. It shows
+    the constrained format's x1 = 1.000 bias (docs/benchmarks/hollm.md).
     """
     rng = np.random.default_rng(0)
     by_arm: dict[tuple[str, str], dict[str, list]] = {}
     minimisers: dict[tuple[str, int], np.ndarray | None] = {}
-    log = gzip.decompress(path.read_bytes()).decode() if path.suffix == ".gz" else path.read_text()
-    for line in log.splitlines():
+    # (source, first coordinate?, side reaches 1?) -> [at the upper edge, coordinates]
+    upper: dict[tuple[str, bool, bool], list[int]] = {}
+    lines = [
+        ln
+        for path in paths
+        for ln in (gzip.decompress(path.read_bytes()).decode() if path.suffix == ".gz"
+                   else path.read_text()).splitlines()
+    ]
+    for line in lines:
         row = json.loads(line)
         prompt = row["prompt"]
         key = (row["function"], row["seed"])
@@ -406,7 +420,15 @@ def report_replies(path: Path, decimals: int = 3) -> None:
                 t = (pts - lo) / width
                 acc["t"].extend(t.ravel())
                 step = 10.0**-decimals
-                acc["edge"].extend(((pts - lo < step / 2) | (hi - pts < step / 2)).ravel())
+                at_top = hi - pts < step / 2
+                acc["edge"].extend(((pts - lo < step / 2) | at_top).ravel())
+                reaches = hi >= 1 - 1e-9
+                for j in range(d):
+                    if reaches[j] != reaches[0]:
+                        continue  # x1 is compared with the coordinates whose side is like its own
+                    tally = upper.setdefault((name, j == 0, bool(reaches[0])), [0, 0])
+                    tally[0] += int(at_top[:, j].sum())
+                    tally[1] += len(pts)
                 if best is not None:
                     acc["near"].extend((np.abs(pts - best) <= NEAR).ravel())
                 acc["copied"].extend(
@@ -432,6 +454,16 @@ def report_replies(path: Path, decimals: int = 3) -> None:
             f"| {near} "
             f"| {sum(acc['whole'])} | {sum(acc['repeat'])} |"
         )
+    print("\n| source | x1's side | x1 at its upper edge (points) "
+          "| x2.. with a side like x1's, at their upper edge (coordinates) |")
+    print("|---" * 4 + "|")
+    for name in dict.fromkeys(key[0] for key in upper):
+        for reaches, side in ((True, "reaches 1"), (False, "ends below 1")):
+            cells = []
+            for first in (True, False):
+                hits, n = upper.get((name, first, reaches), (0, 0))
+                cells.append(f"{hits / n:.1%} of {n:,}" if n else "-")
+            print(f"| {name} | {side} | {cells[0]} | {cells[1]} |")
 
 
 def plot(results: dict, path: Path) -> None:
