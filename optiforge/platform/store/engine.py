@@ -109,10 +109,10 @@ def _sqlite_engine(url: Any) -> Engine:
 def _enable_wal(cur: Any) -> None:
     """Switch the database to WAL, waiting out other processes that are switching it too.
 
-    Changing the journal mode needs an exclusive lock, and SQLite answers "database is locked"
-    at once, without its busy handler, while another connection holds any lock (as it does
-    when several processes open a fresh database together). So retry here, with backoff, for
-    as long as the busy timeout would have waited.
+    Changing the journal mode needs an exclusive lock. A lock held before the switch begins is
+    waited for (the busy handler runs), but when several processes switch a fresh file at the
+    same moment, one can get "database is locked" at once, without the busy handler. So
+    retry here, with backoff, for as long as the busy timeout would have waited.
     """
     deadline = time.monotonic() + BUSY_TIMEOUT_MS / 1000
     delay = 0.001
