@@ -6,7 +6,7 @@ import multiprocessing as mp
 import threading
 
 import pytest
-from store_helpers import make_campaign
+from store_helpers import make_campaign, run_at_once
 
 from optiforge.platform.store import CandidateIn, Store
 
@@ -125,13 +125,6 @@ def test_processes_connecting_to_a_fresh_file_at_once_all_get_wal(tmp_path) -> N
     Without the engine's own retry, 6 processes racing on each of 60 fresh files get
     "database is locked" in each of 10 runs of this test (2 cores); with it, none of 20 did.
     """
-    ctx = mp.get_context("fork" if "fork" in mp.get_all_start_methods() else "spawn")
     paths = [str(tmp_path / f"race{i}.db") for i in range(60)]
-    barrier, results = ctx.Barrier(6), ctx.Queue()
-    procs = [ctx.Process(target=_connect_at_once, args=(paths, barrier, results)) for _ in range(6)]
-    for p in procs:
-        p.start()
-    got = [results.get(timeout=120) for _ in range(6 * len(paths))]
-    for p in procs:
-        p.join(timeout=60)
+    got, _ = run_at_once(_connect_at_once, [(paths,)] * 6, results_each=len(paths))
     assert got == ["wal"] * len(got), [g for g in got if g != "wal"][:3]

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import multiprocessing as mp
 from datetime import datetime, timezone
 
 import pytest
@@ -10,6 +9,7 @@ from alembic.autogenerate import compare_metadata
 from alembic.runtime.migration import MigrationContext
 from alembic.script import ScriptDirectory
 from sqlalchemy import inspect, text
+from store_helpers import run_at_once
 
 from optiforge.platform.store import NotFoundError, Store
 from optiforge.platform.store.engine import (
@@ -100,14 +100,7 @@ def _open_store(url: str, barrier, results) -> None:
 
 
 def test_concurrent_first_open_migrates_once(storage_url: str) -> None:
-    ctx = mp.get_context("fork" if "fork" in mp.get_all_start_methods() else "spawn")
-    barrier, results = ctx.Barrier(4), ctx.Queue()
-    procs = [ctx.Process(target=_open_store, args=(storage_url, barrier, results)) for _ in range(4)]
-    for p in procs:
-        p.start()
-    got = [results.get(timeout=120) for _ in procs]
-    for p in procs:
-        p.join(timeout=60)
+    got, _ = run_at_once(_open_store, [(storage_url,)] * 4)
     assert not [g for g in got if g.startswith("error")], got
     engine = make_engine(storage_url)
     with engine.connect() as conn:

@@ -2,14 +2,13 @@
 
 from __future__ import annotations
 
-import multiprocessing as mp
 import random
 import threading
 import uuid
 from concurrent.futures import ThreadPoolExecutor
 
 import pytest
-from store_helpers import create_trials_worker
+from store_helpers import create_trials_worker, run_at_once
 
 from optiforge.platform.store import ConflictError, NotFoundError, Store
 
@@ -159,20 +158,12 @@ def test_concurrent_threads_number_trials_without_gaps_or_duplicates(store: Stor
 
 def test_concurrent_processes_number_trials_without_gaps_or_duplicates(store: Store, storage_url: str) -> None:
     sid = _study(store)
-    # fork: children start in milliseconds (no re-import) and inherit the parent's open Store,
-    # which must not leak its pooled connections into them (see base._after_fork_in_child).
-    ctx = mp.get_context("fork" if "fork" in mp.get_all_start_methods() else "spawn")
-    barrier, results = ctx.Barrier(8), ctx.Queue()
     rng = random.Random(1)
     plans = {w: [rng.randint(1, 3) for _ in range(10)] for w in range(8)}
-    procs = [ctx.Process(target=create_trials_worker, args=(storage_url, sid, w, plans[w], barrier, results))
-             for w in plans]
-    for p in procs:
-        p.start()
-    got = dict(results.get(timeout=180) for _ in procs)
-    for p in procs:
-        p.join(timeout=60)
-        assert p.exitcode == 0
+    reports, exitcodes = run_at_once(create_trials_worker,
+                                     [(storage_url, sid, w, plans[w]) for w in plans], timeout=180)
+    got = dict(reports)
+    assert exitcodes == [0] * len(plans)
     errors = {w: r for w, r in got.items() if isinstance(r, str)}
     assert not errors, errors
     _check_numbering(store, sid, got)
