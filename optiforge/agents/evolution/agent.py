@@ -41,7 +41,7 @@ from optiforge.agents.evolution.population import (
     collapse_triggered,
     rank_weights,
 )
-from optiforge.agents.evolution.prompts import OPERATORS, build_prompt
+from optiforge.agents.evolution.prompts import ANSWER_FORMATS, OPERATORS, build_prompt
 from optiforge.agents.evolution.rewards import RewardConfig, calm_reward
 from optiforge.agents.protocols import LLM
 from optiforge.types import Completion, Evaluation
@@ -86,6 +86,8 @@ class EvolutionConfig:
         ``{"tweak": {"temperature": 0.6}}`` (a small edit wants less randomness than a new idea).
     max_prompt_chars : int
         Soft prompt-length limit (see :func:`~optiforge.agents.evolution.prompts.build_prompt`).
+    answer_format : {"calm", "code"}
+        How prompts ask for the answer (:data:`~optiforge.agents.evolution.prompts.ANSWER_FORMATS`).
     system : str or None
         Optional system message.
     rewards : RewardConfig
@@ -117,6 +119,7 @@ class EvolutionConfig:
     max_new_tokens: int = 512
     operator_sampling: dict[str, dict[str, float]] = field(default_factory=dict)
     max_prompt_chars: int = 4000
+    answer_format: str = "calm"
     system: str | None = None
     rewards: RewardConfig = field(default_factory=RewardConfig)
     tune_every: int = 2
@@ -145,6 +148,7 @@ class EvolutionConfig:
         if sum(self.operator_weights.values()) <= 0:
             raise ValueError("agent_options.operator_weights: at least one weight must be > 0")
         check.text(self.system, "agent_options.system", optional=True, max_len=None, empty=True)
+        check.choice(self.answer_format, "agent_options.answer_format", ANSWER_FORMATS)
         if not isinstance(self.operator_sampling, dict):
             raise TypeError("agent_options.operator_sampling: expected a dict of operator -> "
                             "{temperature, top_p}")
@@ -432,7 +436,8 @@ class EvolutionAgent:
             return Proposal(self.round, "seed", "", [], [], self.initial_programs())
         operator, parents = self._choose()
         library = [c.description for c in self.population.library]
-        prompt = build_prompt(operator, self.task, parents, library, self.config.max_prompt_chars)
+        prompt = build_prompt(operator, self.task, parents, library, self.config.max_prompt_chars,
+                              self.config.answer_format)
         llm_seed = int(self.rng.integers(0, 2**31 - 1))
         cfg = self.config
         temperature, top_p = cfg.sampling(operator)

@@ -7,8 +7,9 @@ Rules (decisions the brief left open are marked *decision*):
   the first ``import``/``from``/``def``/``@`` line, cut at the first column-0 line that is
   prose (does not parse as Python on its own).
 * **Idea**: the text inside ``{{...}}``, else ``{...}``, found outside the code; else the
-  sentence starting "The idea of the algorithm is to"; else ``None`` (the program stays
-  valid: only its code is evaluated).
+  sentence starting "The idea of the algorithm is to"; else the entry point's docstring
+  (the ``code`` answer format asks for it there); else ``None`` (the program stays valid:
+  only its code is evaluated).
 * **Component** (injection prompts): a line ``Component: ...`` outside the code.
 * **Entry point**: a top-level function named ``entry_point`` whose leading parameter
   names equal the task's (extra parameters need defaults). *Decision*: if it is absent and
@@ -16,7 +17,9 @@ Rules (decisions the brief left open are marked *decision*):
   entry point, e.g. ``priority_v2``), it is renamed (with its recursive calls) and a note
   is kept; otherwise the program is invalid and the error says why.
 * Top-level statements other than imports, function/class definitions and plain
-  assignments (``if __name__ == ...`` blocks, calls, prints, loops) are dropped.
+  assignments (``if __name__ == ...`` blocks, calls, prints, loops) are dropped, and so are
+  assignments after the last definition (example usage) and every definition of a name but
+  its last (the one Python would keep).
 * The task's ``imports`` are prepended unless already present, so a response that forgot
   ``import numpy as np`` still runs.
 * A syntax error makes the program invalid with the error text.
@@ -197,6 +200,15 @@ def parse_response(
     src_lines = code.splitlines()
 
     kept = [n for n in tree.body if isinstance(n, _KEEP)]
+    # Only the last definition of a name runs; earlier ones are dead code (a model that
+    # "keeps the original" and then writes its edit defines the function twice).
+    last_def = {n.name: n for n in kept if isinstance(n, ast.FunctionDef | ast.ClassDef)}
+    kept = [n for n in kept if not isinstance(n, ast.FunctionDef | ast.ClassDef) or last_def[n.name] is n]
+    # Assignments after the last definition are example usage ("bins = np.array([5, 2])"):
+    # as globals they would hide a function's undefined name.
+    defs = [i for i, n in enumerate(kept) if isinstance(n, ast.FunctionDef | ast.ClassDef)]
+    if defs:
+        kept = kept[: defs[-1] + 1] + [n for n in kept[defs[-1] + 1 :] if isinstance(n, ast.Import | ast.ImportFrom)]
     dropped = len(tree.body) - len(kept)
     if dropped:
         notes.append(f"dropped {dropped} top-level statement(s)")
@@ -230,6 +242,9 @@ def parse_response(
             notes,
         )
 
+    if idea is None:
+        doc = ast.get_docstring(target)
+        idea = " ".join(doc.split()) if doc else None
     body = "\n\n".join(_segment(src_lines, n) for n in kept)
     if rename_from is not None:
         body = re.sub(rf"\b{re.escape(rename_from)}\b", entry_point, body)

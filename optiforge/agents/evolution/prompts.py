@@ -53,7 +53,24 @@ def _header(task: Any, description: str) -> str:
     )
 
 
-def _footer(task: Any, component: bool) -> str:
+ANSWER_FORMATS = ("calm", "code")
+"""How a prompt asks for the answer: ``calm`` (CALM's: the idea in double braces, then the code)
+or ``code`` (one fenced block, the idea in the function's docstring: what coder models answer
+with anyway; see docs/benchmarks/discovery.md)."""
+
+
+def _footer(task: Any, component: bool, answer_format: str = "calm") -> str:
+    if answer_format == "code":
+        text = (
+            "\n## Output format\n"
+            f"Answer with one ```python block holding the complete new `{task.entry_point}` function "
+            "(same parameters and return type as above, numpy only, deterministic). Its docstring "
+            "states the idea, starting with 'The idea of the algorithm is to'. Define the function "
+            "once and write no example usage."
+        )
+        if component:
+            text += " After the block, write one line 'Component: <short description of the new component>'."
+        return text
     text = (
         "\n## Output format\n"
         "First present a concise conceptual description, followed by a complete code "
@@ -125,6 +142,7 @@ def build_prompt(
     parents: Sequence[PoolEntry] = (),
     library: Sequence[str] = (),
     max_prompt_chars: int = 4000,
+    answer_format: str = "calm",
 ) -> str:
     """Build the prompt of one operator.
 
@@ -144,6 +162,8 @@ def build_prompt(
         Soft limit: compaction steps are applied in order until the prompt fits (code
         without comments/docstrings, the 5 most recent library items, a 300-character
         description); if it still does not fit, the most compact prompt is returned.
+    answer_format : {"calm", "code"}
+        How the answer is asked for (:data:`ANSWER_FORMATS`).
 
     Returns
     -------
@@ -155,6 +175,8 @@ def build_prompt(
     lo, hi = N_PARENTS[operator]
     if not lo <= len(parents) <= hi:
         raise ValueError(f"parents: {operator} takes {lo}..{hi} parents, got {len(parents)}")
+    if answer_format not in ANSWER_FORMATS:
+        raise ValueError(f"answer_format: expected one of {ANSWER_FORMATS}, got {answer_format!r}")
     if not isinstance(max_prompt_chars, int) or max_prompt_chars < 1:
         raise ValueError(f"max_prompt_chars: must be a positive int, got {max_prompt_chars!r}")
 
@@ -167,7 +189,7 @@ def build_prompt(
         if level >= 3 and len(description) > 300:
             description = description[:297].rstrip() + "..."
         body, component = _body(operator, task, parents, library, compact=level >= 1)
-        prompt = f"{_header(task, description)}\n\n{body}\n{_footer(task, component)}"
+        prompt = f"{_header(task, description)}\n\n{body}\n{_footer(task, component, answer_format)}"
         if len(prompt) <= max_prompt_chars:
             break
     return prompt

@@ -31,7 +31,7 @@ from optiforge.agents.evolution import Program, Proposal, TuneRequest
 from optiforge.agents.protocols import PolicyLearner, ProgramEvaluator, TrainableLLM
 from optiforge.heuristics import HeuristicTask, NamedDatasetSplits
 from optiforge.platform.campaigns.report import CampaignReport
-from optiforge.platform.campaigns.summary import campaign_progress
+from optiforge.platform.campaigns.summary import campaign_progress, llm_ancestor
 from optiforge.platform.campaigns.tune import TuneResult, tune_constants
 from optiforge.platform.resources import returning_freed_tensors
 from optiforge.platform.store import Campaign, CandidateIn, LLMCallIn, Store
@@ -251,6 +251,7 @@ class ProgramCampaign:
         b = best[0]
         report.best_code, report.best_idea, report.best_train_score = b.code, b.idea, b.score
         report.best_operator = b.operator
+        report.llm_ancestor = llm_ancestor(self.store, cid, b)
         base_key = "baseline:" + (baseline or "")
         known = {e.candidate_hash: e for e in self.store.evaluations(cid, split=self.test_split)}
         todo = [(h, code) for h, code in ((b.hash, b.code), (base_key, self.task.seeds.get(baseline)))

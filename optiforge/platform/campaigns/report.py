@@ -34,11 +34,21 @@ def campaign_status(store: Store, campaign_id: str) -> Iterator[None]:
 
 
 _NOT_LLM = {
-    TUNE_OPERATOR: ": a pool heuristic's constants set by a HOLLM study",
-    GRAFT_OPERATOR: ": a term built from the task's features, its constants set by a HOLLM study; "
-             "not written by the LLM",
+    TUNE_OPERATOR: "a pool heuristic's constants set by a HOLLM study",
+    GRAFT_OPERATOR: "a term built from the task's features, its constants set by a HOLLM study",
 }
 """How a verdict names the operators whose children no LLM wrote (the user should know)."""
+
+
+def _origin(operator: str | None, llm_ancestor: str | None) -> str:
+    """The verdict's words for where the best program came from: written by the LLM, a
+    tuned or grafted child of an LLM-written program, or nothing the LLM wrote."""
+    if operator not in _NOT_LLM:
+        return f"{operator}, written by the LLM"
+    how = _NOT_LLM[operator]
+    if llm_ancestor is None:
+        return f"{operator}: {how}; not written by the LLM, and no LLM-written program in its lineage"
+    return f"{operator}: {how}, on a program the LLM wrote ({llm_ancestor})"
 
 
 @dataclass
@@ -64,6 +74,9 @@ class CampaignReport:
     extra: dict[str, Any] = field(default_factory=dict)
     best_operator: str | None = None
     """How the best program came to be (``"seed"`` when no generated program beat the seeds)."""
+    llm_ancestor: str | None = None
+    """The operator of the nearest LLM-written program in the best's lineage (itself, or the
+    parent a ``tune`` / ``graft`` chain started from); ``None`` when no LLM wrote any of it."""
     timed_out: bool = False
     """The run's timeout ended it before the budget was spent (the campaign is resumable)."""
     test_by_dataset: dict[str, dict[str, float]] = field(default_factory=dict)
@@ -77,6 +90,11 @@ class CampaignReport:
             return None
         return self.best_test_score - self.baseline_test_score
 
+
+    @property
+    def llm_discovered(self) -> bool:
+        """A discovery with an LLM-written program in its lineage (the LLM's, not graft + tune's alone)."""
+        return self.discovered and self.llm_ancestor is not None
 
     @property
     def discovered(self) -> bool:
@@ -100,8 +118,8 @@ class CampaignReport:
         if gap is None:
             return f"no verdict: the held-out {split} scores are missing"
         if gap < 0:
-            return (f"discovery: the best generated heuristic ({self.best_operator}"
-                    f"{_NOT_LLM.get(self.best_operator or '', '')}) beats {base} "
+            return (f"discovery: the best generated heuristic ({_origin(self.best_operator, self.llm_ancestor)}) "
+                    f"beats {base} "
                     f"on the held-out {split} split: {self.best_test_score:.3f} vs "
                     f"{self.baseline_test_score:.3f} ({-gap:.3f} points better)")
         return (f"no discovery: the best generated heuristic ({self.best_operator}) is better on "
@@ -113,4 +131,5 @@ def report_to_json(report: CampaignReport) -> str:
     d = dict(report.__dict__)
     d["gap_vs_baseline"] = report.gap_vs_baseline
     d["discovered"] = report.discovered
+    d["llm_discovered"] = report.llm_discovered
     return json.dumps(d, indent=2)

@@ -73,6 +73,29 @@ def campaign_progress(store: Store, campaign: Campaign) -> int:
     return store.count_candidates(campaign.id, exclude_operator=NOT_LLM_WRITTEN)
 
 
+def llm_ancestor(store: Store, campaign_id: str, candidate: Any) -> str | None:
+    """The operator of the nearest LLM-written program in ``candidate``'s lineage, or ``None``.
+
+    ``candidate`` itself counts; a ``tune`` or ``graft`` child (no LLM wrote it) is traced back
+    through its parents, as stored, until an LLM-written program or a seed. A seed and a chain
+    of tunes and grafts of seeds have no LLM ancestry: the verdict must never credit the LLM
+    with what graft + tune found alone.
+    """
+    frontier, seen = [candidate], {candidate.hash}
+    while frontier:
+        current = frontier.pop(0)
+        if current.operator not in NOT_LLM_WRITTEN:
+            return current.operator
+        for parent_hash in current.parents:
+            if parent_hash in seen:
+                continue
+            seen.add(parent_hash)
+            parent = store.first_candidate_with_hash(campaign_id, parent_hash)
+            if parent is not None:
+                frontier.append(parent)
+    return None
+
+
 def best_so_far(values: Iterable[float | None], maximize: bool = False) -> list[float | None]:
     """The running best of ``values`` (``None`` = no value: failed, invalid or still running)."""
     out: list[float | None] = []

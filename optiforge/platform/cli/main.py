@@ -14,6 +14,7 @@ from optiforge.platform.cli import (
     dashboard,
     manifold,
     matching,
+    models,
     probe,
     routing,
     scheduling,
@@ -54,6 +55,7 @@ scheduling.register(app)
 dashboard.register(app)
 manifold.register(app)
 train.register(app)
+models.register(app)
 
 
 def main() -> None:

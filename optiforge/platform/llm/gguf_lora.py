@@ -7,12 +7,13 @@ the tensors ``blk.N.attn_q.weight.lora_a`` (numpy shape ``(r, in)``, PEFT's ``lo
 ``alpha / sqrt(r)`` for rsLoRA) is folded into ``lora_b`` and the file's alpha is 0, which
 llama.cpp reads as "scale 1": the exported delta is exactly PEFT's, whatever its scaling rule.
 
-Two llama-architecture details matter for exactness:
+Two details matter for exactness:
 
-- llama.cpp's converter permutes the rows of the query and key projections (its RoPE pairs
+- For the ``llama`` architecture (SmolLM2), llama.cpp's converter permutes the rows of the query and key projections (its RoPE pairs
   neighbouring dimensions, Hugging Face's pairs the two halves), and transformers undoes the
   permutation when it reads a GGUF file. The rows of ``B`` (output dimension) of ``q_proj`` and
-  ``k_proj`` get the same permutation; ``A`` is untouched.
+  ``k_proj`` get the same permutation; ``A`` is untouched. Architectures whose GGUF keeps
+  Hugging Face's layout (``qwen2``: NeoX-style RoPE, converted without a permutation) get none.
 - Tensors are written in float32: the adapter is a few MB, and any rounding here would be a
   difference between the policy trained and the policy sampled.
 """
@@ -38,6 +39,8 @@ _GGUF_NAMES = {
     "mlp.down_proj": "ffn_down",
 }
 _LAYER = re.compile(r"(?:^|\.)layers\.(\d+)\.(.+)$")
+PERMUTED_ARCHITECTURES = frozenset({"llama"})
+"""GGUF architectures whose q/k rows llama.cpp's converter permutes (see the module docstring)."""
 
 
 def gguf_tensor_name(module_name: str) -> str:
@@ -114,7 +117,8 @@ def write_gguf_lora(
     architecture : str
         The base model's ``general.architecture`` (llama.cpp refuses a mismatch).
     n_head, n_head_kv : int
-        Attention and key/value head counts (for the q/k row permutation).
+        Attention and key/value head counts (for the q/k row permutation of
+        :data:`PERMUTED_ARCHITECTURES`).
 
     Returns
     -------
@@ -130,9 +134,10 @@ def write_gguf_lora(
     writer.add_string("adapter.type", "lora")
     writer.add_float32("adapter.lora.alpha", 0.0)  # scale already folded into B
     count = 0
+    permuted = architecture in PERMUTED_ARCHITECTURES
     for module_name, a, b in deltas:
         base = gguf_tensor_name(module_name)
-        if base.endswith(("attn_q.weight", "attn_k.weight")):
+        if permuted and base.endswith(("attn_q.weight", "attn_k.weight")):
             b = permute_rows(b, n_head if "attn_q" in base else n_head_kv)
         writer.add_tensor(base + ".lora_a", np.ascontiguousarray(a, dtype=np.float32))
         writer.add_tensor(base + ".lora_b", np.ascontiguousarray(b, dtype=np.float32))

@@ -21,6 +21,7 @@ from optiforge.platform.llm._common import chat_messages, check_generate_args
 from optiforge.platform.llm.bundled import BUNDLED_MODELS, BUNDLED_NAME, bundled_gguf_path
 from optiforge.platform.llm.constrained import ConstraintDecoder, check_constraints, decoders_for
 from optiforge.platform.llm.gguf_lora import lora_deltas, peft_dir_deltas, write_gguf_lora
+from optiforge.platform.llm.models import FETCHABLE_MODELS, model_file
 from optiforge.types import Completion
 
 FEATURE = "the llama.cpp engine (llamacpp:...)"
@@ -36,6 +37,8 @@ def gguf_file(model: str) -> Path:
     """
     if model in BUNDLED_MODELS:
         return bundled_gguf_path(model)
+    if model in FETCHABLE_MODELS:
+        return model_file(model)
     path = Path(model).expanduser()
     if not path.is_file():
         raise FileNotFoundError(f"model: no GGUF file at {model!r}")
@@ -123,8 +126,9 @@ class LlamaCppLLM:
         _logger.set_verbose(False)
 
         path = gguf_file(model)
-        if train_model is None and model in BUNDLED_MODELS and BUNDLED_MODELS[model].trainable:
-            train_model = model
+        if train_model is None and (model in FETCHABLE_MODELS or
+                                    (model in BUNDLED_MODELS and BUNDLED_MODELS[model].trainable)):
+            train_model = model  # a twin of the file's own weights (TransformersLLM resolves the name)
         self.name = model
         self.path = path
         self.max_batch_size = max_batch_size

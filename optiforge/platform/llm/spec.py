@@ -5,6 +5,7 @@ Accepted forms::
     smollm2                               bundled SmolLM2-135M-Instruct, NF4 (int4)
     smollm2:int4 | smollm2:int8 | smollm2:none
     hf:<id-or-path>[?quantization=int4&adapter=<dir>&device=cuda&dtype=bfloat16&max_batch_size=16]
+    llamacpp:qwen-coder-1.5b | llamacpp:qwen-coder-0.5b   fetched first: optiforge models fetch NAME
     llamacpp:smollm2 | llamacpp:gemma3 | llamacpp:<file.gguf>[?n_ctx=4096&max_batch_size=16&n_threads=2&adapter=<dir>
                                             &train_model=<hf checkpoint>&train_quantization=int4]
     openai:<base_url>#<model>             e.g. openai:http://127.0.0.1:8000/v1#Qwen/Qwen2.5-7B-Instruct
@@ -22,12 +23,13 @@ from urllib.parse import parse_qsl
 from optiforge.agents.protocols import LLM
 from optiforge.extras import require
 from optiforge.platform.llm.bundled import BUNDLED_MODELS, BUNDLED_NAME
+from optiforge.platform.llm.models import FETCHABLE_MODELS, model_file
 
 SPEC_FORMS = (
     "smollm2",
     "smollm2:int4|int8|none",
     "hf:<id-or-path>[?quantization=int4|int8|none&adapter=<dir>&device=...&dtype=...&max_batch_size=N]",
-    "llamacpp:smollm2|gemma3|<file.gguf>[?n_ctx=N&max_batch_size=N&n_threads=N&adapter=<dir>&train_model=<id-or-path>]",
+    "llamacpp:qwen-coder-1.5b|qwen-coder-0.5b|smollm2|gemma3|<file.gguf>[?n_ctx=N&max_batch_size=N&n_threads=N&adapter=<dir>&train_model=<id-or-path>]",
     "openai:<base_url>#<model>",
     "vllm:<model>[?engine_arg=value&...]",
     "replay:<path.jsonl>",
@@ -214,13 +216,17 @@ def check_local_files(spec: LLMSpec) -> None:
     """``ValueError`` naming ``llm`` when a spec names a local file that cannot serve: a replay
     file that is missing or holds no responses, or a ``llamacpp:`` path with no file. Nothing is
     loaded (a replay file is read, a GGUF file only looked for), so a campaign checks this when
-    it is created instead of failing when it runs. Other kinds name nothing local to check."""
+    it is created instead of failing when it runs. A fetched model (``llamacpp:qwen-coder-1.5b``)
+    that is absent fails with the command that fetches it. Other kinds name nothing local to
+    check."""
     from optiforge.platform.llm.llamacpp_backend import gguf_file
     from optiforge.platform.llm.replay import ReplayLLM
 
     try:
         if spec.kind == "replay":
             ReplayLLM(spec.target)
+        elif spec.kind == "llamacpp" and spec.target in FETCHABLE_MODELS:
+            model_file(spec.target)
         elif spec.kind == "llamacpp" and spec.target not in BUNDLED_MODELS:
             gguf_file(spec.target)  # the backend's own lookup (bundled: gemma3 is assembled on first use)
     except (FileNotFoundError, ValueError) as exc:
@@ -230,12 +236,15 @@ def check_local_files(spec: LLMSpec) -> None:
 
 def trains_in_process(spec: LLMSpec) -> bool:
     """Whether a spec's backend holds trainable weights in this process (RL can fine-tune it):
-    transformers models, and llama.cpp models with a transformers twin (the bundled SmolLM2, or
-    ``train_model=`` given). The bundled ``gemma3`` samples only, so ``--rl auto`` is none for it."""
+    transformers models, and llama.cpp models with a transformers twin (the bundled SmolLM2, the
+    fetched Qwen coders, or ``train_model=`` given). The bundled ``gemma3`` samples only, so
+    ``--rl auto`` is none for it."""
     if spec.kind == "hf":
         return True
     if spec.kind != "llamacpp":
         return False
+    if spec.target in FETCHABLE_MODELS:
+        return True
     bundled = BUNDLED_MODELS.get(spec.target)
     return (bundled is not None and bundled.trainable) or "train_model" in spec.options
 
@@ -250,6 +259,8 @@ def describe(spec: str) -> str:
         return f"transformers model {p.target!r} (quantization={p.options.get('quantization', 'int4')}" + (
             f", {opts})" if opts else ")")
     if p.kind == "llamacpp":
+        if p.target in FETCHABLE_MODELS:
+            return f"fetched {FETCHABLE_MODELS[p.target].title} (Q4_K_M GGUF) via in-process llama.cpp"
         bundled = BUNDLED_MODELS.get(p.target)
         if bundled is None:
             return f"{p.target!r} via in-process llama.cpp"

@@ -12,8 +12,9 @@ from typing import Any
 
 from optiforge.agents.protocols import TextConstraint
 from optiforge.platform.llm._common import chat_messages, check_generate_args
-from optiforge.platform.llm.bundled import BUNDLED_NAME, bundled_checkpoint_dir
+from optiforge.platform.llm.bundled import BUNDLED_NAME, bundled_checkpoint_dir, gguf_checkpoint_dir
 from optiforge.platform.llm.constrained import ConstraintDecoder, check_constraints, decoders_for
+from optiforge.platform.llm.models import FETCHABLE_MODELS, model_file
 from optiforge.types import Completion
 
 QUANTIZATIONS = ("int4", "int8", "none")
@@ -58,8 +59,10 @@ class TransformersLLM:
     Parameters
     ----------
     model : str
-        ``"smollm2"`` (the bundled SmolLM2-135M-Instruct), a Hugging Face model id, or a local
-        checkpoint directory. Local paths and the bundled model never touch the network.
+        ``"smollm2"`` (the bundled SmolLM2-135M-Instruct), a fetched model's name
+        (``"qwen-coder-0.5b"``, ``"qwen-coder-1.5b"``: its GGUF file's weights, dequantised), a
+        Hugging Face model id, or a local checkpoint directory. Local paths, the bundled and the
+        fetched models never touch the network.
     quantization : {"int4", "int8", "none"}
         ``"int4"``: NF4 weights (bitsandbytes ``Linear4bit``, double quantisation);
         ``"int8"``: LLM.int8 (``Linear8bitLt``); ``"none"``: full precision.
@@ -142,6 +145,9 @@ class TransformersLLM:
     def _resolve_source(model: str) -> tuple[str, bool]:
         if model == BUNDLED_NAME:
             return str(bundled_checkpoint_dir()), True
+        if model in FETCHABLE_MODELS:
+            # The fetched GGUF file's own weights, dequantised: the twin of what llama.cpp samples.
+            return str(gguf_checkpoint_dir(model_file(model), model, FETCHABLE_MODELS[model].sha256[:16])), True
         path = Path(model).expanduser()
         if path.exists():
             if not (path / "config.json").exists():

@@ -158,3 +158,29 @@ def test_arbitrary_text_never_raises(text):
     if r.code is not None:
         ast.parse(r.code)
         assert "def priority(" in r.code
+
+
+def test_a_function_defined_twice_keeps_the_last_and_example_usage_is_dropped():
+    # A coder model's habit (measured on Qwen2.5-Coder-0.5B): keep the original, write the edit
+    # below it, then show example usage. Python runs the last definition; the usage's globals
+    # (`item_size = 3`) would hide the edit's undefined name and make a broken program "valid".
+    text = (
+        "```python\nimport numpy as np\n\ndef priority(item, bins):\n    return -(bins - item)\n\n"
+        "def priority(item, bins):\n    \"\"\"The idea of the algorithm is to fill tight bins.\"\"\"\n"
+        "    return -(bins - item_size)\n\n# Example usage:\nbins = np.array([5, 2])\nitem_size = 3\n"
+        "print(priority(item_size, bins))\n```\n"
+    )
+    r = parse(text)
+    assert r.valid, r.error
+    assert r.code.count("def priority") == 1 and "item_size)" in r.code
+    assert "item_size = 3" not in r.code and "bins = np.array" not in r.code
+    assert r.idea == "The idea of the algorithm is to fill tight bins."  # from the docstring
+    namespace: dict = {}
+    exec(r.code, namespace)  # noqa: S102 - test-only: the parsed program, to show it now fails
+    with pytest.raises(NameError, match="item_size"):
+        namespace["priority"](1.0, __import__("numpy").array([3.0]))
+
+
+def test_constants_before_the_functions_are_kept():
+    r = parse("```python\nW = 0.5\n\ndef priority(item, bins):\n    return -(bins - item) + W * bins\n```")
+    assert r.valid and "W = 0.5" in r.code

@@ -73,3 +73,14 @@ def test_tweak_shows_pool_examples_first_and_asks_for_one_small_edit(task):
     assert "{{penalize empty bins}}" in three and "{{weigh the item}}" in three
     with pytest.raises(ValueError, match="parents"):
         build_prompt("tweak", task, [])
+
+
+def test_code_answer_format_asks_for_one_block_with_the_idea_in_the_docstring(task):
+    from optiforge.agents.evolution.prompts import build_prompt
+
+    prompt = build_prompt("injection", task, [P1], answer_format="code")
+    assert "one ```python block" in prompt and "docstring" in prompt and "Component:" in prompt
+    assert "double brace" not in prompt
+    assert "double brace" in build_prompt("injection", task, [P1])  # CALM's, the default
+    with pytest.raises(ValueError, match="^answer_format:"):
+        build_prompt("injection", task, [P1], answer_format="diff")
