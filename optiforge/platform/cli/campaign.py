@@ -282,14 +282,14 @@ def run(
     agent: str = typer.Option("evolution", help="evolution | hollm | random (see `optiforge agents`)."),
     budget: int = typer.Option(..., help="LLM-written programs (evolution) or evaluations (hollm)."),
     llm: str | None = typer.Option(
-        None, help="LLM spec: smollm2 (default for evolution), hf:<id>, openai:<url>#<model>, "
+        None, help="LLM spec: llamacpp:qwen-coder-1.5b (default for evolution; `optiforge models fetch` it), llamacpp:qwen-coder-0.5b, smollm2, hf:<id>, openai:<url>#<model>, "
                    "vllm:<model>, replay:<file>. HOLLM runs LLM-free unless given."),
     seed: int = typer.Option(0, help="Random seed (agent and sampling)."),
     executor: str = typer.Option("local", help="local | ray"),
     workers: int = typer.Option(2, help="Parallel sandbox workers."),
     rl: str = typer.Option(
         "auto", help="auto | none | grpo: fine-tune the LLM (LoRA, GRPO) on heuristic quality; "
-                     "auto = grpo where the model trains in process (smollm2, hf:...)."),
+                     "auto = grpo where the model trains in process (the Qwen coders, smollm2, hf:...)."),
     samples: int = typer.Option(4, help="G: LLM samples per prompt."),
     max_new_tokens: int = typer.Option(384, help="Generation length limit per sample."),
     rl_every: int = typer.Option(2, help="With --rl grpo: one RL update every K rounds."),

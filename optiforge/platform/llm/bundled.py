@@ -143,7 +143,7 @@ def gguf_checkpoint_dir(gguf: Path, stem: str, version: str) -> Path:
     a child process: dequantising holds the GGUF tensors and the fp32 model at once (about
     twice the fp32 size), and that peak must not stay in a campaign's memory.
     """
-    key = hashlib.sha256(f"{version}|{gguf.name}|{gguf.stat().st_size}".encode()).hexdigest()[:12]
+    key = hashlib.sha256(f"{version}|{gguf.name}|{gguf.stat().st_size}|{SHARD_SIZE}".encode()).hexdigest()[:12]
     target = model_cache_dir() / f"{stem}-{key}"
     if (target / "config.json").exists():
         return target
@@ -163,6 +163,12 @@ def gguf_checkpoint_dir(gguf: Path, stem: str, version: str) -> Path:
         finally:
             shutil.rmtree(tmp, ignore_errors=True)
     return target
+
+
+SHARD_SIZE = "256MB"
+"""Safetensors shard size of a converted checkpoint: an NF4 load quantises shard by shard, so
+small shards lower its peak (Qwen2.5-Coder-0.5B: 3.30 GB RSS from one file, 2.88 GB from 256 MB
+shards, docs/benchmarks/memory.md)."""
 
 
 def _convert_in_child(gguf: Path, out_dir: Path) -> None:
@@ -192,7 +198,7 @@ def _convert_gguf(gguf: Path, out_dir: Path) -> None:
     model.hf_quantizer = None
     if hasattr(model.config, "quantization_config"):
         del model.config.quantization_config
-    model.save_pretrained(out_dir, safe_serialization=True)
+    model.save_pretrained(out_dir, safe_serialization=True, max_shard_size=SHARD_SIZE)
     tokenizer.save_pretrained(out_dir)
     (out_dir / "optiforge_source.json").write_text(
         json.dumps({"gguf": gguf.name, "size": gguf.stat().st_size}), encoding="utf-8"

@@ -275,18 +275,20 @@ def test_hollm_options_are_applied(home, tmp_path):
 
 @pytest.mark.slow
 def test_make_run_command_line(home):
-    """`make run`'s exact arguments (RUN_ARGS in the Makefile), with `--budget 4` appended:
-    one round of the default campaign (bundled NF4 model, GRPO on) instead of four, for time."""
+    """`make run`'s exact arguments (RUN_ARGS in the Makefile), with `--budget 4` and the
+    0.5B coder model appended (the last value of an option wins): one round of the default
+    campaign instead of twelve, on the test suite's model, for time."""
     makefile = (Path(__file__).resolve().parents[3] / "Makefile").read_text()
     run_args = next(ln.split("?=", 1)[1].split() for ln in makefile.splitlines()
                     if ln.startswith("RUN_ARGS"))
     assert "--budget" in run_args
-    r = _cli("campaign", "run", *run_args, "--budget", "4", timeout=1200)
+    assert run_args[run_args.index("--llm") + 1] == DEFAULT_LLM  # make run uses the default writer
+    r = _cli("campaign", "run", *run_args, "--budget", "4", "--llm", "llamacpp:qwen-coder-0.5b", timeout=1200)
     assert r.returncode == 0, r.stdout[-3000:] + r.stderr[-3000:]
     cid = _only_campaign(Store())
     shown = _summary(cid)
     assert shown["status"] == "finished" and shown["llm_written"] == 4
-    assert shown["llm"] == DEFAULT_LLM and shown["config"]["rl"] == "grpo"
+    assert shown["llm"] == "llamacpp:qwen-coder-0.5b" and shown["config"]["rl"] == "none"
     assert shown["best"] and shown["best"][0]["test_score"] is not None
     text = " ".join(r.stdout.split())  # rich wraps the report at the terminal's width
     assert f"campaign id: {cid}" in text and "gap vs baseline" in text

@@ -47,6 +47,17 @@ def test_written_file_has_adapter_metadata_and_scaled_b(tmp_path):
     assert not (tmp_path / "y.gguf").exists()
 
 
+@pytest.mark.parametrize(("architecture", "permuted"), [("llama", True), ("qwen2", False)])
+def test_q_rows_are_permuted_only_for_the_llama_layout(tmp_path, architecture, permuted):
+    import gguf
+
+    a, b = np.ones((2, 6), np.float32), np.arange(16, dtype=np.float32).reshape(8, 2)
+    path = write_gguf_lora(tmp_path / "q.gguf", iter([("model.layers.0.self_attn.q_proj", a, b)]),
+                           architecture=architecture, n_head=2, n_head_kv=2)
+    written = {t.name: np.asarray(t.data) for t in gguf.GGUFReader(str(path)).tensors}
+    np.testing.assert_array_equal(written["blk.0.attn_q.weight.lora_b"], permute_rows(b, 2) if permuted else b)
+
+
 def test_peft_directory_scaling(tmp_path):
     from safetensors.numpy import save_file
 

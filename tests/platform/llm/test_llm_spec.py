@@ -86,6 +86,7 @@ def test_missing_files_and_models_are_value_errors(tmp_path):
 
 @pytest.mark.parametrize(("spec", "trains"), [
     ("smollm2", True), ("hf:org/m", True), ("llamacpp:smollm2", True),
+    ("llamacpp:qwen-coder-1.5b", True), ("llamacpp:qwen-coder-0.5b", True),
     ("llamacpp:/m/x.gguf", False), ("llamacpp:/m/x.gguf?train_model=/m/hf", True),
     ("openai:http://h:1/v1#m", False), ("replay:/tmp/x.jsonl", False),
 ])
@@ -93,3 +94,12 @@ def test_trains_in_process(spec, trains):
     from optiforge.platform.llm import trains_in_process
 
     assert trains_in_process(parse_spec(spec)) is trains
+
+
+def test_an_unfetched_model_names_the_command_that_fetches_it(tmp_path, monkeypatch):
+    from optiforge.platform.llm.spec import check_local_files, describe
+
+    monkeypatch.setenv("OPTIFORGE_MODELS", str(tmp_path))
+    assert "Qwen2.5-Coder-1.5B-Instruct" in describe("llamacpp:qwen-coder-1.5b")
+    with pytest.raises(ImportError, match="optiforge models fetch qwen-coder-1.5b$"):
+        check_local_files(parse_spec("llamacpp:qwen-coder-1.5b"))
