@@ -197,6 +197,7 @@ def main() -> None:
         description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
     )
     ap.add_argument("--seeds", type=int, default=5)
+    ap.add_argument("--budget", type=int, default=BUDGET, help=f"evaluations per run (default {BUDGET}, the paper's)")
     ap.add_argument("--methods", default=",".join(METHODS))
     ap.add_argument("--functions", default=",".join(FUNCTIONS))
     ap.add_argument("--out", default="docs/benchmarks/hollm_quality.json")
@@ -232,6 +233,10 @@ def main() -> None:
         "copied; run nothing",
     )
     args = ap.parse_args()
+    if args.budget != BUDGET:
+        if args.budget <= N_INIT:
+            ap.error(f"--budget must exceed the {N_INIT} initial points")
+        globals()["BUDGET"] = args.budget  # a short run (e.g. to measure the answer format)
     if args.replies_report:
         report_replies([Path(p) for p in args.replies_report])
         return
@@ -345,6 +350,7 @@ _RANGE = re.compile(r"^- [^:]+: \[([-0-9.e]+), ([-0-9.e]+)\]$", re.M)
 def _answer_points(text: str, d: int) -> list[list[float]]:
     rows = []
     for line in text.strip().splitlines():
+        line = re.sub(r"^\s*[pP]\d+:\s*", "", line)  # the constrained format's line label
         try:
             row = [float(v) for v in line.split(",")]
         except ValueError:

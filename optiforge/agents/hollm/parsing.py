@@ -18,7 +18,7 @@ _FLAT_LIST = re.compile(r"\[[^\[\]{}]*\]")
 _NUMBER = r"[-+]?(?:\d+\.?\d*|\.\d+)(?:[eE][-+]?\d+)?"
 _UNQUOTED_KEY = re.compile(r"([{,]\s*)([A-Za-z_][\w\-]*)\s*:")
 _TRAILING_COMMA = re.compile(r",\s*([}\]])")
-_LINE_PREFIX = re.compile(r"^\s*(?:\d+[.):]\s+|[-*]\s+)")
+_LINE_PREFIX = re.compile(r"^\s*(?:\d+[.):]\s+|[-*]\s+|[pP]\d+:\s*)")  # "1. ", "- ", the "p1: " label
 _SEPARATORS = re.compile(r"[,;\s]+")
 
 
@@ -91,7 +91,7 @@ def parse_candidates(text: str, names: Sequence[str]) -> list[tuple[list[float],
     if out:
         return out
     # Lines of numbers, as the proposer prompt asks for (``x1,...,xd,value``); a leading
-    # list marker ("1.", "-") and enclosing brackets are ignored.
+    # list marker ("1.", "-", the constrained format's "p1:") and enclosing brackets are ignored.
     for line in text.splitlines():
         body = _LINE_PREFIX.sub("", line).strip().strip("[]()").strip()
         if body:

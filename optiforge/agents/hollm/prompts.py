@@ -77,8 +77,8 @@ def candidate_prompt(
         answer = (f"Write each point on its own line, in the same format ({header}), where value is "
                   f"your predicted value. Answer with the {k} lines only.")
     else:
-        answer = (f"Write each point on its own line as its {d} coordinates ({','.join(names)}), "
-                  f"without a value. Answer with the {k} lines only.")
+        answer = (f"Write each point on its own line as a label and its {d} coordinates "
+                  f"(p1: {','.join(names)}), without a value. Answer with the {k} lines only.")
     return (
         f"Minimise a black-box function of {d} parameters (each in [0, 1]); lower values are better.\n\n"
         f"Evaluated points, one per line ({header}):\n{points_lines(X, y, decimals)}\n\n"

@@ -340,10 +340,11 @@ class LLMProposer:
     With the 135M bundled model, free-form answers gave 2.9 % of the requested points
     (docs/benchmarks/hollm.md). Under the constraint the model still picks every digit, but
     a point can no longer fail to parse or fall outside its region. Duplicates are still
-    possible and still rejected. One known bias of the 135M model under the constraint: where
-    a region reaches 1 in the first coordinate, it wrote ``1.000`` there in 85 % of its points
-    (23 % for the other coordinates), likely a list-numbering "1." that the format lets
-    through (docs/benchmarks/hollm.md, the Ackley-20 section).
+    possible and still rejected. Each answer line opens with a label the format writes itself
+    (``p1: ``): without it, where a region reached 1 in the first coordinate the 135M model
+    wrote ``1.000`` there in 85 % of its points (23 % for the other coordinates), a
+    list-numbering "1." that the format let through (docs/benchmarks/hollm.md, the Ackley-20
+    section).
     """
 
     name = "llm"
@@ -388,7 +389,7 @@ class LLMProposer:
         d = len(ctx.names)
         decimals = min(self.decimals, 3)  # the prompt's precision (candidate_prompt)
         if self.constrained:  # "I.FFF," is at most 6 tokens; the constraint ends the answer
-            budget = self.max_new_tokens or k * d * (decimals + 3) + 8
+            budget = self.max_new_tokens or k * (d * (decimals + 3) + 4) + 8  # + the "p1: " labels
         else:
             budget = self.max_new_tokens or int(k * (d * 9 + 16) + 64)
         found: list[list[Candidate]] = [[] for _ in regions]

@@ -39,7 +39,7 @@ def test_every_answer_is_k_points_inside_the_box(seed):
 
 
 def test_prefixes_outside_the_box_and_wrong_separators_are_refused():
-    lang = RegionPoints(np.array([0.2, 0.5]), np.array([0.4, 1.0]), k=2, decimals=2)
+    lang = RegionPoints(np.array([0.2, 0.5]), np.array([0.4, 1.0]), k=2, decimals=2, labels=False)
     s = lang.start()
     assert lang.advance(s, "0.3") is not None
     assert lang.advance(s, "0.5") is None  # 0.5x > 0.4
@@ -52,6 +52,22 @@ def test_prefixes_outside_the_box_and_wrong_separators_are_refused():
     assert full is not None and lang.accepts(full)
     assert lang.advance(full, "\n") is None and lang.advance(full, "0") is None
     assert not lang.accepts(lang.advance(s, "0.30,0.70"))
+
+
+def test_each_line_opens_with_a_label_the_format_forces():
+    """The label takes the place of the list number a model writes before a point ("1."), which
+    in the unlabeled format could only become x1 = 1.000."""
+    lang = RegionPoints(np.array([0.0, 0.0]), np.array([1.0, 1.0]), k=2, decimals=2)
+    s = lang.start()
+    assert lang.advance(s, "1") is None and lang.advance(s, "0") is None  # no coordinate before the label
+    assert [ch for ch in lang.alphabet if lang.advance(s, ch) is not None] == ["p"]  # forced
+    after = lang.advance(s, "p1: ")
+    assert after is not None and lang.advance(after, "0.50,1.00") is not None
+    assert lang.advance(s, "p2: ") is None and lang.advance(s, "p1:0") is None
+    full = lang.advance(s, "p1: 0.50,1.00\np2: 0.25,0.75")
+    assert full is not None and lang.accepts(full)
+    assert lang.advance(s, "p1: 0.50,1.00\n0.25") is None  # the second line needs its label
+    assert parse_candidates("p1: 0.50,1.00\np2: 0.25,0.75", ["x1", "x2"]) == [([0.5, 1.0], None), ([0.25, 0.75], None)]
 
 
 def test_bad_arguments_name_themselves():

@@ -15,7 +15,7 @@ EOG = 0
 
 
 def test_allowed_tokens_follow_the_language():
-    dec = ConstraintDecoder(RegionPoints(np.array([0.1]), np.array([0.3]), k=1, decimals=1), VOCAB, EOG)
+    dec = ConstraintDecoder(RegionPoints(np.array([0.1]), np.array([0.3]), k=1, decimals=1, labels=False), VOCAB, EOG)
     ids, after = dec.options(dec.start())
     assert sorted(VOCAB[i] for i in ids) == ["0", "0."]  # "1", "5", " 0", "hello" cannot start it
     ids, after = dec.options(after[VOCAB.index("0.")])
@@ -27,7 +27,8 @@ def test_allowed_tokens_follow_the_language():
 
 def test_forced_tokens_are_the_only_choice_and_never_the_end():
     chars = ["", "0", "1", "2", "5", ".", ",", "\n"]
-    dec = ConstraintDecoder(RegionPoints(np.array([0.1, 0.0]), np.array([0.3, 0.9]), k=2, decimals=1), chars, EOG)
+    dec = ConstraintDecoder(RegionPoints(np.array([0.1, 0.0]), np.array([0.3, 0.9]), k=2, decimals=1,
+                                         labels=False), chars, EOG)
     state = dec.start()
     tok, state = dec.forced(state)  # the integer part: only "0" keeps a point in [0.1, 0.3]
     assert chars[tok] == "0"
@@ -45,6 +46,22 @@ def test_forced_tokens_are_the_only_choice_and_never_the_end():
         state = dec.options(state)[1][chars.index(ch)]
     assert dec.forced(state) is None  # complete: the end token is not forced, the backend stops
     assert dec.finished(state)
+
+
+def test_a_line_label_is_decoded_without_a_single_choice():
+    chars = ["", "0", "1", "2", "5", ".", ",", "\n", "p", ":", " "]  # one way to write each text
+    dec = ConstraintDecoder(RegionPoints(np.array([0.0]), np.array([0.5]), k=2, decimals=1), chars, EOG)
+    state, forced = dec.start(), []
+    while (step := dec.forced(state)) is not None:
+        forced.append(chars[step[0]])
+        state = step[1]
+    assert "".join(forced) == "p1: 0."  # the label, then the integer part the box leaves
+    state = dec.options(state)[1][chars.index("2")]
+    forced = []
+    while (step := dec.forced(state)) is not None:
+        forced.append(chars[step[0]])
+        state = step[1]
+    assert "".join(forced) == "\np2: 0."
 
 
 def test_decoders_are_shared_per_constraint_and_checked():
