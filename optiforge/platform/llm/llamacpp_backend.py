@@ -72,8 +72,10 @@ class LlamaCppLLM:
     Parameters
     ----------
     model : str
-        A bundled model (``"smollm2"``, ``"gemma3"``: :data:`~optiforge.platform.llm.bundled.BUNDLED_MODELS`)
-        or the path of a ``.gguf`` model.
+        A bundled model (``"smollm2"``, ``"gemma3"``: :data:`~optiforge.platform.llm.bundled.BUNDLED_MODELS`),
+        a fetched one (``"qwen-coder-1.5b"``, ``"qwen-coder-0.5b"``:
+        :data:`~optiforge.platform.llm.models.FETCHABLE_MODELS`, ``optiforge models fetch``), or the
+        path of a ``.gguf`` model.
     n_ctx : int
         Context length shared by all sequences of one batch (prompt + completion of each).
     max_batch_size : int
@@ -82,7 +84,8 @@ class LlamaCppLLM:
         llama.cpp threads; default :func:`default_threads`.
     train_model : str, optional
         The transformers checkpoint of the same weights to train (an HF id or directory);
-        ``"smollm2"`` for the bundled SmolLM2 (its default). ``None`` for any other GGUF file
+        ``"smollm2"`` for the bundled SmolLM2 and the model's own name for a fetched model (their
+        default: a checkpoint of the GGUF file's weights, dequantised). ``None`` for any other GGUF file
         and for the bundled ``gemma3`` (no transformers twin is made for it): the backend then
         only samples.
     train_quantization : {"int4", "int8", "none"}
