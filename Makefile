@@ -13,6 +13,7 @@ LLAMA_STAMP := $(VENV)/.llamacpp-installed
 # `make test` needs the 0.5B (the twin and hand-over tests); `make run` needs RUN_MODELS.
 TEST_MODELS ?= qwen-coder-0.5b
 RUN_MODELS  ?= qwen-coder-1.5b
+fetch-models = for m in $(1); do $(BIN)/optiforge models fetch $$m >/dev/null || exit 1; done
 
 .PHONY: run test setup lint bench clean models
 
@@ -28,11 +29,11 @@ $(STAMP): pyproject.toml Makefile
 	@touch $(STAMP)
 
 run: $(LLAMA_STAMP)
-	@for m in $(RUN_MODELS); do $(BIN)/optiforge models fetch $$m >/dev/null || exit 1; done
+	@$(call fetch-models,$(RUN_MODELS))
 	$(BIN)/optiforge campaign run $(RUN_ARGS)
 
 models: $(STAMP)
-	@for m in $(TEST_MODELS); do $(BIN)/optiforge models fetch $$m >/dev/null || exit 1; done
+	@$(call fetch-models,$(TEST_MODELS))
 
 # The OpenAI-backend tests talk to a real llama.cpp server; llama-cpp-python builds from source
 # (a few minutes on 2 cores; pip caches the wheel afterwards). The second bundled model

@@ -41,6 +41,7 @@ _IDEA_SENTENCE = re.compile(r"(The idea of the algorithm is to[^\n]*)", re.IGNOR
 _COMPONENT = re.compile(r"^[ \t*#>-]*Component\s*:\s*(.+?)\s*$", re.IGNORECASE | re.MULTILINE)
 _CODE_START = re.compile(r"^(import |from \S+ import |def |@|class )", re.MULTILINE)
 _KEEP = (ast.Import, ast.ImportFrom, ast.FunctionDef, ast.ClassDef, ast.Assign, ast.AnnAssign)
+_DEFS = (ast.FunctionDef, ast.ClassDef)
 
 
 @dataclass
@@ -202,11 +203,11 @@ def parse_response(
     kept = [n for n in tree.body if isinstance(n, _KEEP)]
     # Only the last definition of a name runs; earlier ones are dead code (a model that
     # "keeps the original" and then writes its edit defines the function twice).
-    last_def = {n.name: n for n in kept if isinstance(n, ast.FunctionDef | ast.ClassDef)}
-    kept = [n for n in kept if not isinstance(n, ast.FunctionDef | ast.ClassDef) or last_def[n.name] is n]
+    last_def = {n.name: n for n in kept if isinstance(n, _DEFS)}
+    kept = [n for n in kept if not isinstance(n, _DEFS) or last_def[n.name] is n]
     # Assignments after the last definition are example usage ("bins = np.array([5, 2])"):
     # as globals they would hide a function's undefined name.
-    defs = [i for i, n in enumerate(kept) if isinstance(n, ast.FunctionDef | ast.ClassDef)]
+    defs = [i for i, n in enumerate(kept) if isinstance(n, _DEFS)]
     if defs:
         kept = kept[: defs[-1] + 1] + [n for n in kept[defs[-1] + 1 :] if isinstance(n, ast.Import | ast.ImportFrom)]
     dropped = len(tree.body) - len(kept)

@@ -90,7 +90,6 @@ class CampaignReport:
             return None
         return self.best_test_score - self.baseline_test_score
 
-
     @property
     def llm_discovered(self) -> bool:
         """A discovery with an LLM-written program in its lineage (the LLM's, not graft + tune's alone)."""

